@@ -1,0 +1,27 @@
+# Enables the CUDA backend when EPOCH_CUDA is ON, or AUTO and nvcc is found. CI compiles it
+# even without a GPU; the GPU tests skip themselves at run time.
+set(EPOCH_WITH_CUDA 0)
+if(NOT EPOCH_CUDA STREQUAL "OFF" AND NOT EPOCH_SANITIZE)
+  if(NOT CMAKE_CUDA_COMPILER)
+    find_program(EPOCH_NVCC nvcc PATHS /usr/local/cuda/bin NO_CACHE)
+    if(EPOCH_NVCC)
+      set(CMAKE_CUDA_COMPILER ${EPOCH_NVCC})
+    endif()
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper (H100/H200); override for other cards
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no newer nvcc dialect; .cu headers stay plain
+    find_package(CUDAToolkit REQUIRED)
+    find_library(EPOCH_CUDNN cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu)
+    find_path(EPOCH_CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include)
+    set(EPOCH_WITH_CUDA 1)
+  elseif(EPOCH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "EPOCH_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+message(STATUS "epoch: CUDA ${EPOCH_WITH_CUDA}")

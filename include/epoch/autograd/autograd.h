@@ -1,0 +1,60 @@
+// Reverse-mode autograd. Each differentiable function records a Node holding a closure that
+// maps the output's gradient to its inputs' gradients; backward() walks the nodes in reverse
+// topological order. Closures save detached tensors only, so the graph has no cycles.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "epoch/tensor/tensor.h"
+
+namespace epoch::autograd {
+
+struct Node;
+
+/// The autograd state of a tensor.
+struct Meta {
+  bool requires_grad = false;
+  Tensor grad;                 // leaves: accumulated across backward calls
+  std::shared_ptr<Node> node;  // the function that produced this tensor (null for a leaf)
+};
+
+/// Maps dy (the output's gradient) to one gradient per input (undefined = no gradient).
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dy)>;
+
+struct Node {
+  const char* name = "";
+  std::vector<std::shared_ptr<Meta>> inputs;  // null where an input needs no gradient
+  BackwardFn backward;
+};
+
+/// Whether operations record a graph on this thread (see NoGradGuard).
+bool grad_enabled();
+
+/// Disables graph recording for its scope (evaluation, optimizer updates).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// True when recording is on and any of the tensors requires a gradient.
+template <typename... Ts>
+bool needs_grad(const Ts&... ts) {
+  return grad_enabled() && (... || ts.requires_grad());
+}
+
+/// Makes `out` the result of a node over `inputs` with the given backward closure.
+/// Call only when needs_grad(inputs...) is true. The closure must capture detached tensors.
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+/// Back-propagates from root with upstream gradient dy (defaults to 1 for a scalar root).
+void backward(const Tensor& root, const Tensor& dy = Tensor());
+
+}  // namespace epoch::autograd

@@ -1,0 +1,61 @@
+// The differentiable functions models are written with: each calls the op's forward and, when
+// a gradient is needed, records the op's backward. Shapes as in the ops/ headers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "epoch/ops/conv2d.h"
+#include "epoch/ops/norm.h"
+#include "epoch/ops/pool.h"
+#include "epoch/tensor/tensor.h"
+
+namespace epoch {
+
+// Layers
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv2dParams& p);
+Tensor max_pool2d(const Tensor& x, const ops::Pool2dParams& p);
+Tensor avg_pool2d(const Tensor& x, const ops::Pool2dParams& p);
+Tensor global_avg_pool2d(const Tensor& x);
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor bias_add(const Tensor& x, const Tensor& b);
+/// Updates running statistics in place when training.
+Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                  Tensor& running_var, bool training, float momentum, float eps);
+Tensor lrn(const Tensor& x, const ops::LrnParams& p);
+/// Identity unless training; the mask is a pure function of (seed, key).
+Tensor dropout(const Tensor& x, float p, bool training, std::uint64_t seed, std::uint64_t key);
+
+// Activations
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor hard_sigmoid(const Tensor& x, float slope = 0.2f, float offset = 0.5f);
+Tensor clip(const Tensor& x, float lo, float hi);
+
+// Losses (mean over the batch)
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& labels);
+Tensor bce_with_logits(const Tensor& logits, const Tensor& targets);
+Tensor mse_loss(const Tensor& x, const Tensor& target);
+Tensor l1_loss(const Tensor& x, const Tensor& target);
+
+// Shapes
+Tensor reshape(const Tensor& x, const Shape& shape);
+/// (N, ...) -> (N, product of the rest).
+Tensor flatten(const Tensor& x);
+Tensor concat(const std::vector<Tensor>& xs, std::int64_t dim);
+Tensor slice(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t length);
+Tensor upsample_nearest2x(const Tensor& x);
+
+// Arithmetic (NumPy broadcasting)
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+/// a * s + t.
+Tensor affine(const Tensor& a, float s, float t = 0.0f);
+Tensor sum(const Tensor& x);
+Tensor mean(const Tensor& x);
+
+}  // namespace epoch

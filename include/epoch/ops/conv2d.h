@@ -1,0 +1,36 @@
+// 2-D convolution (cross-correlation, as in every framework): stride, zero padding, dilation
+// and groups. Forward and backward, dispatched by device; oneDNN on the CPU fast path.
+#pragma once
+
+#include <cstdint>
+
+#include "epoch/tensor/tensor.h"
+
+namespace epoch::ops {
+
+struct Conv2dParams {
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t pad_h = 0, pad_w = 0;  // zeros added on each side
+  std::int64_t dilation_h = 1, dilation_w = 1;
+  std::int64_t groups = 1;
+};
+
+/// Output spatial size: (in + 2*pad - dilation*(k-1) - 1) / stride + 1.
+std::int64_t conv_out_size(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad,
+                           std::int64_t dilation);
+
+/// y = conv(x, w) + b.  x (N, C, H, W), w (OC, C/groups, KH, KW), b (OC) or undefined.
+/// Returns y (N, OC, OH, OW).
+Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
+
+struct Conv2dGrads {
+  Tensor dx;  // (N, C, H, W), undefined unless asked for
+  Tensor dw;  // (OC, C/groups, KH, KW)
+  Tensor db;  // (OC), undefined when there is no bias
+};
+
+/// Gradients of conv2d_forward given dy (N, OC, OH, OW). need_dx=false skips dx (first layer).
+Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, bool has_bias,
+                            const Conv2dParams& p, bool need_dx = true);
+
+}  // namespace epoch::ops

@@ -1,0 +1,44 @@
+// Pooling over H and W: max, average and global average, with asymmetric padding so that
+// TensorFlow's "same" pooling is exact. oneDNN on the CPU fast path.
+#pragma once
+
+#include <cstdint>
+
+#include "epoch/tensor/tensor.h"
+
+namespace epoch::ops {
+
+struct Pool2dParams {
+  std::int64_t kernel_h = 2, kernel_w = 2;
+  std::int64_t stride_h = 2, stride_w = 2;
+  std::int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  /// Average pooling only: whether padded positions count in the divisor (PyTorch's default
+  /// true; TensorFlow's "same" pooling excludes them).
+  bool count_include_pad = true;
+};
+
+/// Output size: (in + pad_begin + pad_end - k) / stride + 1.
+std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
+                           std::int64_t pad_begin, std::int64_t pad_end);
+
+struct MaxPoolResult {
+  Tensor y;        // (N, C, OH, OW)
+  Tensor indices;  // workspace for backward: (N, C, OH, OW) i32 flat h*W+w of the max, or
+                   // backend-specific bytes; only max_pool2d_backward reads it
+};
+
+/// Max pooling; padded positions never win. x (N, C, H, W).
+MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p);
+/// dx (N, C, H, W) from dy (N, C, OH, OW); ties go to the first maximum.
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResult& fwd,
+                           const Pool2dParams& p);
+
+/// Average pooling. x (N, C, H, W) -> (N, C, OH, OW).
+Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p);
+Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dParams& p);
+
+/// Mean over H and W. x (N, C, H, W) -> (N, C).
+Tensor global_avg_pool2d_forward(const Tensor& x);
+Tensor global_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape);
+
+}  // namespace epoch::ops

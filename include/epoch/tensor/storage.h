@@ -1,0 +1,45 @@
+// Storage: a reference-counted block of bytes on one device. CPU blocks are 64-byte aligned
+// and come from a caching allocator, so a training step reuses last step's activation buffers
+// instead of mapping and faulting fresh pages.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "epoch/tensor/device.h"
+
+namespace epoch {
+
+/// A block of bytes owned by its allocator; freed (returned to the cache) with the last owner.
+class Storage {
+ public:
+  Storage(std::size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t nbytes_ = 0;
+  Device device_;
+};
+
+namespace memory {
+/// Copies nbytes between any two devices (host<->device copies synchronize).
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
+                std::size_t nbytes);
+/// Bytes held by the CPU caching allocator (live + cached), for memory reports.
+std::size_t cpu_bytes_reserved();
+/// Returns every cached, unused CPU block to the system.
+void cpu_release_cached();
+/// True when this build has CUDA and at least one device is visible.
+bool cuda_available();
+/// Number of visible CUDA devices (0 without CUDA).
+int cuda_device_count();
+}  // namespace memory
+
+}  // namespace epoch

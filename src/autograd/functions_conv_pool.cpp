@@ -1,0 +1,59 @@
+// Differentiable convolution and pooling.
+// Forward through ops/, backward closures over detached saved tensors.
+#include "epoch/autograd/functions.h"
+
+#include "epoch/autograd/autograd.h"
+#include "epoch/ops/conv2d.h"
+#include "epoch/ops/pool.h"
+
+namespace epoch {
+
+using autograd::needs_grad;
+using autograd::record;
+using Grads = std::vector<Tensor>;
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv2dParams& p) {
+  Tensor y = ops::conv2d_forward(x, w, b, p);
+  if (needs_grad(x, w) || (b.defined() && b.requires_grad())) {
+    const bool has_bias = b.defined();
+    const bool need_dx = x.requires_grad();
+    record(y, "conv2d", {x, w, b},
+           [xs = x.detach(), ws = w.detach(), has_bias, need_dx, p](const Tensor& dy) -> Grads {
+             ops::Conv2dGrads g = ops::conv2d_backward(dy, xs, ws, has_bias, p, need_dx);
+             return {g.dx, g.dw, g.db};
+           });
+  }
+  return y;
+}
+
+Tensor max_pool2d(const Tensor& x, const ops::Pool2dParams& p) {
+  ops::MaxPoolResult r = ops::max_pool2d_forward(x, p);
+  Tensor y = r.y;
+  if (needs_grad(x)) {
+    r.y = r.y.detach();
+    record(y, "max_pool2d", {x}, [xs = x.detach(), r, p](const Tensor& dy) -> Grads {
+      return {ops::max_pool2d_backward(dy, xs, r, p)};
+    });
+  }
+  return y;
+}
+
+Tensor avg_pool2d(const Tensor& x, const ops::Pool2dParams& p) {
+  Tensor y = ops::avg_pool2d_forward(x, p);
+  if (needs_grad(x))
+    record(y, "avg_pool2d", {x}, [shape = x.shape(), p](const Tensor& dy) -> Grads {
+      return {ops::avg_pool2d_backward(dy, shape, p)};
+    });
+  return y;
+}
+
+Tensor global_avg_pool2d(const Tensor& x) {
+  Tensor y = ops::global_avg_pool2d_forward(x);
+  if (needs_grad(x))
+    record(y, "global_avg_pool2d", {x}, [shape = x.shape()](const Tensor& dy) -> Grads {
+      return {ops::global_avg_pool2d_backward(dy, shape)};
+    });
+  return y;
+}
+
+}  // namespace epoch

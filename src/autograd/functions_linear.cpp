@@ -1,0 +1,48 @@
+// Differentiable dense layer, matmul and bias add.
+// Forward through ops/, backward closures over detached saved tensors.
+#include "epoch/autograd/functions.h"
+
+#include "epoch/autograd/autograd.h"
+#include "epoch/ops/linear.h"
+
+namespace epoch {
+
+using autograd::needs_grad;
+using autograd::record;
+using Grads = std::vector<Tensor>;
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor y = ops::linear_forward(x, w, b);
+  if (needs_grad(x, w) || (b.defined() && b.requires_grad())) {
+    const bool has_bias = b.defined();
+    const bool need_dx = x.requires_grad();
+    record(y, "linear", {x, w, b},
+           [xs = x.detach(), ws = w.detach(), has_bias, need_dx](const Tensor& dy) -> Grads {
+             ops::LinearGrads g = ops::linear_backward(dy, xs, ws, has_bias, need_dx);
+             return {g.dx, g.dw, g.db};
+           });
+  }
+  return y;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  Tensor y = ops::matmul(a, b);
+  if (needs_grad(a, b))
+    record(y, "matmul", {a, b}, [as = a.detach(), bs = b.detach(), need_a = a.requires_grad(),
+                                 need_b = b.requires_grad()](const Tensor& dy) -> Grads {
+      return {need_a ? ops::matmul(dy, bs, false, true) : Tensor(),
+              need_b ? ops::matmul(as, dy, true, false) : Tensor()};
+    });
+  return y;
+}
+
+Tensor bias_add(const Tensor& x, const Tensor& b) {
+  Tensor y = ops::bias_add_forward(x, b);
+  if (needs_grad(x, b))
+    record(y, "bias_add", {x, b}, [](const Tensor& dy) -> Grads {
+      return {dy, ops::bias_add_backward(dy)};
+    });
+  return y;
+}
+
+}  // namespace epoch

@@ -1,0 +1,218 @@
+// Tensor construction, views and copies (the non-differentiable core; autograd lives above).
+#include "epoch/tensor/tensor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+namespace epoch {
+
+std::int64_t shape_numel(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << '(';
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  if (shape.size() == 1) os << ',';
+  os << ')';
+  return os.str();
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  std::int64_t s = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (std::int64_t d : shape) EPOCH_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
+  Tensor t;
+  t.storage_ = std::make_shared<Storage>(
+      static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = dtype;
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  const std::size_t nbytes = static_cast<std::size_t>(t.numel()) * dtype_size(dtype);
+  if (device.is_cpu()) {
+    std::memset(t.raw(), 0, nbytes);
+  } else {
+    std::vector<unsigned char> zeros(nbytes, 0);
+    memory::copy_bytes(t.raw(), device, zeros.data(), Device::cpu(), nbytes);
+  }
+  return t;
+}
+
+Tensor Tensor::full(const Shape& shape, float value, Device device) {
+  Tensor t = empty(shape, DType::f32, device);
+  t.fill_(value);
+  return t;
+}
+
+Tensor Tensor::from_vector(const Shape& shape, std::span<const float> values) {
+  EPOCH_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "from_vector: ",
+              values.size(), " values for shape ", shape_str(shape));
+  Tensor t = empty(shape);
+  std::copy(values.begin(), values.end(), t.f32());
+  return t;
+}
+
+Tensor Tensor::from_vector(const Shape& shape, std::initializer_list<float> values) {
+  return from_vector(shape, std::span<const float>(values.begin(), values.size()));
+}
+
+Tensor Tensor::from_ints(const Shape& shape, std::span<const std::int32_t> values) {
+  EPOCH_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "from_ints: ",
+              values.size(), " values for shape ", shape_str(shape));
+  Tensor t = empty(shape, DType::i32);
+  std::copy(values.begin(), values.end(), t.data<std::int32_t>());
+  return t;
+}
+
+Tensor Tensor::scalar(float value) { return from_vector({}, {value}); }
+
+std::int64_t Tensor::size(std::int64_t d) const {
+  const std::int64_t n = ndim();
+  if (d < 0) d += n;
+  EPOCH_CHECK(d >= 0 && d < n, "dimension ", d, " out of range for shape ", shape_str(shape_));
+  return shape_[static_cast<std::size_t>(d)];
+}
+
+bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+
+void* Tensor::raw() const {
+  EPOCH_CHECK(defined(), "raw() of an undefined tensor");
+  return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+}
+
+float Tensor::item() const {
+  EPOCH_CHECK(numel() == 1, "item() needs one element, shape is ", shape_str(shape_));
+  return to_vector()[0];
+}
+
+std::vector<float> Tensor::to_vector() const {
+  const Tensor c = contiguous().to(Device::cpu());
+  std::vector<float> out(static_cast<std::size_t>(c.numel()));
+  switch (c.dtype_) {
+    case DType::f32:
+      std::copy_n(c.data<float>(), out.size(), out.begin());
+      break;
+    case DType::i32:
+      std::copy_n(c.data<std::int32_t>(), out.size(), out.begin());
+      break;
+    case DType::u8:
+      std::copy_n(c.data<std::uint8_t>(), out.size(), out.begin());
+      break;
+  }
+  return out;
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  EPOCH_CHECK(is_contiguous(), "view() of a non-contiguous tensor ", shape_str(shape_));
+  Shape resolved = shape;
+  std::int64_t known = 1;
+  int infer = -1;
+  for (std::size_t i = 0; i < resolved.size(); ++i) {
+    if (resolved[i] == -1) {
+      EPOCH_CHECK(infer < 0, "view(): more than one -1 in ", shape_str(shape));
+      infer = static_cast<int>(i);
+    } else {
+      known *= resolved[i];
+    }
+  }
+  if (infer >= 0) {
+    EPOCH_CHECK(known > 0 && numel() % known == 0, "view(): cannot infer -1 in ", shape_str(shape),
+                " from ", shape_str(shape_));
+    resolved[static_cast<std::size_t>(infer)] = numel() / known;
+  }
+  EPOCH_CHECK(shape_numel(resolved) == numel(), "view(): shape ", shape_str(shape),
+              " does not match ", numel(), " elements of ", shape_str(shape_));
+  Tensor t = *this;
+  t.meta_.reset();
+  t.shape_ = resolved;
+  t.strides_ = contiguous_strides(resolved);
+  return t;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  EPOCH_CHECK(device().is_cpu(), "contiguous() of a strided CUDA tensor is not supported");
+  Tensor out = empty(shape_, dtype_, device());
+  const std::size_t esize = dtype_size(dtype_);
+  const auto* src = static_cast<const char*>(raw());
+  auto* dst = static_cast<char*>(out.raw());
+  const std::int64_t n = numel();
+  const std::size_t nd = shape_.size();
+  std::vector<std::int64_t> index(nd, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t src_off = 0;
+    for (std::size_t d = 0; d < nd; ++d) src_off += index[d] * strides_[d];
+    std::memcpy(dst + i * static_cast<std::int64_t>(esize), src + src_off * static_cast<std::int64_t>(esize), esize);
+    for (std::size_t d = nd; d-- > 0;) {
+      if (++index[d] < shape_[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  const Tensor src = contiguous();
+  Tensor out = empty(shape_, dtype_, device());
+  memory::copy_bytes(out.raw(), out.device(), src.raw(), src.device(),
+                     static_cast<std::size_t>(numel()) * dtype_size(dtype_));
+  return out;
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  const Tensor src = contiguous();
+  Tensor out = empty(shape_, dtype_, device);
+  memory::copy_bytes(out.raw(), device, src.raw(), src.device(),
+                     static_cast<std::size_t>(numel()) * dtype_size(dtype_));
+  return out;
+}
+
+Tensor Tensor::narrow0(std::int64_t start, std::int64_t length) const {
+  EPOCH_CHECK(ndim() >= 1, "narrow0() of a scalar");
+  EPOCH_CHECK(start >= 0 && length >= 0 && start + length <= shape_[0], "narrow0(", start, ", ",
+              length, ") out of range for shape ", shape_str(shape_));
+  Tensor t = *this;
+  t.meta_.reset();
+  t.offset_ += start * strides_[0];
+  t.shape_[0] = length;
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  EPOCH_CHECK(src.shape() == shape_ && src.dtype() == dtype_, "copy_from: ", shape_str(src.shape()),
+              " ", dtype_name(src.dtype()), " into ", shape_str(shape_), " ", dtype_name(dtype_));
+  EPOCH_CHECK(is_contiguous(), "copy_from into a non-contiguous tensor");
+  const Tensor s = src.contiguous();
+  memory::copy_bytes(raw(), device(), s.raw(), s.device(),
+                     static_cast<std::size_t>(numel()) * dtype_size(dtype_));
+}
+
+void Tensor::fill_(float value) {
+  EPOCH_CHECK(dtype_ == DType::f32 && is_contiguous(), "fill_ needs a contiguous f32 tensor");
+  if (device().is_cpu()) {
+    std::fill_n(f32(), numel(), value);
+  } else {
+    std::vector<float> host(static_cast<std::size_t>(numel()), value);
+    memory::copy_bytes(raw(), device(), host.data(), Device::cpu(), host.size() * sizeof(float));
+  }
+}
+
+}  // namespace epoch

@@ -1,0 +1,88 @@
+// Autograd graph mechanics: accumulation, shared inputs, no-grad, freed graphs, installed
+// gradient buffers.
+#include "epoch/autograd/autograd.h"
+
+#include <gtest/gtest.h>
+
+#include "epoch/autograd/functions.h"
+#include "testing/testing.h"
+
+namespace epoch {
+namespace {
+
+TEST(Autograd, GradientOfProductAndSum) {
+  Tensor a = Tensor::from_vector({3}, {1.0f, 2.0f, 3.0f}).set_requires_grad(true);
+  Tensor b = Tensor::from_vector({3}, {4.0f, 5.0f, 6.0f}).set_requires_grad(true);
+  sum(mul(a, b)).backward();
+  EXPECT_TRUE(testing::allclose(a.grad(), b.detach()));
+  EXPECT_TRUE(testing::allclose(b.grad(), a.detach()));
+}
+
+TEST(Autograd, GradientsAccumulateAcrossBackwardCalls) {
+  Tensor a = Tensor::from_vector({2}, {1.0f, -2.0f}).set_requires_grad(true);
+  sum(affine(a, 3.0f)).backward();
+  sum(affine(a, 3.0f)).backward();
+  EXPECT_TRUE(testing::allclose(a.grad(), Tensor::from_vector({2}, {6.0f, 6.0f})));
+  a.zero_grad();
+  EXPECT_TRUE(testing::allclose(a.grad(), Tensor::from_vector({2}, {0.0f, 0.0f})));
+}
+
+TEST(Autograd, InputUsedTwiceGetsBothContributions) {
+  Tensor a = Tensor::from_vector({2}, {1.5f, -2.0f}).set_requires_grad(true);
+  sum(mul(a, a)).backward();  // d/da a^2 = 2a
+  EXPECT_TRUE(testing::allclose(a.grad(), Tensor::from_vector({2}, {3.0f, -4.0f})));
+}
+
+TEST(Autograd, DiamondGraphSumsBranches) {
+  Tensor a = Tensor::from_vector({2}, {1.0f, 2.0f}).set_requires_grad(true);
+  Tensor h = affine(a, 2.0f);
+  sum(add(mul(h, h), h)).backward();  // d/da (4a^2 + 2a) = 8a + 2
+  EXPECT_TRUE(testing::allclose(a.grad(), Tensor::from_vector({2}, {10.0f, 18.0f})));
+}
+
+TEST(Autograd, NoGradGuardRecordsNothing) {
+  Tensor a = Tensor::from_vector({2}, {1.0f, 2.0f}).set_requires_grad(true);
+  Tensor y;
+  {
+    autograd::NoGradGuard guard;
+    y = sum(mul(a, a));
+  }
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_THROW(y.backward(), InvalidArgument);
+}
+
+TEST(Autograd, SecondBackwardThroughFreedGraphIsAClearError) {
+  Tensor a = Tensor::from_vector({2}, {1.0f, 2.0f}).set_requires_grad(true);
+  Tensor y = sum(mul(a, a));
+  y.backward();
+  EXPECT_THROW(y.backward(), InvalidArgument);
+}
+
+TEST(Autograd, InstalledGradientBufferIsAccumulatedInPlace) {
+  Tensor flat = Tensor::zeros({4});
+  Tensor a = Tensor::from_vector({2}, {1.0f, 2.0f}).set_requires_grad(true);
+  a.set_grad(flat.narrow0(2, 2));
+  sum(affine(a, 5.0f)).backward();
+  EXPECT_TRUE(testing::allclose(flat, Tensor::from_vector({4}, {0.0f, 0.0f, 5.0f, 5.0f})));
+}
+
+TEST(Autograd, BroadcastGradientsReduceToInputShape) {
+  Tensor a = testing::random_tensor({2, 3}, 1).set_requires_grad(true);
+  Tensor b = testing::random_tensor({3}, 2).set_requires_grad(true);
+  EXPECT_TRUE(testing::gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[1]); },
+                                 {a, b}));
+  Tensor c = testing::random_tensor({2, 1}, 3, 0.5f, 2.0f).set_requires_grad(true);
+  EXPECT_TRUE(testing::gradcheck([](const std::vector<Tensor>& in) { return div(in[0], in[1]); },
+                                 {a, c}));
+  EXPECT_TRUE(testing::gradcheck([](const std::vector<Tensor>& in) { return sub(in[0], in[1]); },
+                                 {a, b}));
+}
+
+TEST(Autograd, MeanAndAffineGradcheck) {
+  Tensor a = testing::random_tensor({3, 4}, 4).set_requires_grad(true);
+  EXPECT_TRUE(testing::gradcheck(
+      [](const std::vector<Tensor>& in) { return mean(affine(in[0], -2.0f, 1.0f)); }, {a}));
+}
+
+}  // namespace
+}  // namespace epoch

@@ -1,0 +1,40 @@
+// Shared test helpers: seeded random tensors, closeness checks, and the numerical gradient
+// checker every differentiable op is tested with.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "epoch/tensor/tensor.h"
+
+namespace epoch::testing {
+
+/// Uniform values in [lo, hi) from a seeded counter-based stream (never all zeros).
+Tensor random_tensor(const Shape& shape, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+/// Uniform values in [lo, hi) whose magnitude is at least `gap` (keeps inputs off kinks at 0).
+Tensor random_away_from_zero(const Shape& shape, std::uint64_t seed, float gap = 0.05f,
+                             float hi = 1.0f);
+
+/// Checks |a - b| <= atol + rtol * max(|a|, |b|) element by element; reports the worst one.
+::testing::AssertionResult allclose(const Tensor& actual, const Tensor& expected, float atol = 1e-5f,
+                                    float rtol = 1e-4f);
+
+struct GradcheckOptions {
+  float eps = 1e-2f;   // central-difference step
+  float atol = 1e-2f;  // pass when |a - n| <= atol + rtol * max(|a|, |n|, 1)
+  float rtol = 1e-2f;
+  /// Check at most this many elements per input (a seeded subset for large inputs).
+  std::int64_t max_elements = 256;
+  std::uint64_t seed = 7;
+};
+
+/// Compares the autograd gradient of sum(f(inputs) * r), r a fixed random tensor, with central
+/// differences of the same objective (evaluated in double). Inputs that require grad are checked.
+::testing::AssertionResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                     std::vector<Tensor> inputs, const GradcheckOptions& opts = {});
+
+}  // namespace epoch::testing
