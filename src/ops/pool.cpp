@@ -1,0 +1,177 @@
+// Pooling: argument checks, output sizes and dispatch by device (reference kernels in
+// cpu/pool_cpu.h; a oneDNN path is chosen first on the CPU when use_onednn()).
+#include "epoch/ops/pool.h"
+
+#include "cpu/pool_cpu.h"
+#include "epoch/ops/backend.h"
+#include "ops/dispatch.h"
+
+namespace epoch::ops {
+namespace {
+
+// Validates an (N, C, H, W) input and the parameters; returns the pooling sizes.
+cpu::Pool2dDims pool_dims(const char* op, const Shape& x_shape, const Pool2dParams& p) {
+  EPOCH_CHECK(x_shape.size() == 4, op, ": x must be (N, C, H, W), got ", shape_str(x_shape));
+  cpu::Pool2dDims d;
+  d.planes = x_shape[0] * x_shape[1];
+  d.H = x_shape[2];
+  d.W = x_shape[3];
+  d.OH = pool_out_size(d.H, p.kernel_h, p.stride_h, p.pad_top, p.pad_bottom);
+  d.OW = pool_out_size(d.W, p.kernel_w, p.stride_w, p.pad_left, p.pad_right);
+  d.KH = p.kernel_h;
+  d.KW = p.kernel_w;
+  d.stride_h = p.stride_h;
+  d.stride_w = p.stride_w;
+  d.pad_top = p.pad_top;
+  d.pad_left = p.pad_left;
+  return d;
+}
+
+Shape out_shape(const Shape& x_shape, const cpu::Pool2dDims& d) {
+  return {x_shape[0], x_shape[1], d.OH, d.OW};
+}
+
+// True when `indices` are the reference kernels' i32 argmax positions for output y.
+bool reference_indices(const MaxPoolResult& fwd) {
+  return fwd.indices.defined() && fwd.indices.dtype() == DType::i32 &&
+         fwd.indices.shape() == fwd.y.shape();
+}
+
+}  // namespace
+
+std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
+                           std::int64_t pad_begin, std::int64_t pad_end) {
+  EPOCH_CHECK(in >= 1 && k >= 1 && stride >= 1, "pool2d: input size ", in, ", kernel ", k,
+              " and stride ", stride, " must be positive");
+  EPOCH_CHECK(pad_begin >= 0 && pad_end >= 0 && pad_begin < k && pad_end < k,
+              "pool2d: padding (", pad_begin, ", ", pad_end, ") must be in [0, kernel ", k, ")");
+  EPOCH_CHECK(in + pad_begin + pad_end >= k, "pool2d: kernel ", k,
+              " is larger than the padded input ", in, " + ", pad_begin, " + ", pad_end,
+              "; the output would be empty");
+  return (in + pad_begin + pad_end - k) / stride + 1;
+}
+
+MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
+  check_f32("max_pool2d_forward", "x", x);
+  const cpu::Pool2dDims d = pool_dims("max_pool2d_forward", x.shape(), p);
+  const Tensor xc = x.contiguous();
+  const Device dev = x.device();
+  MaxPoolResult r;
+  r.y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
+      cpu::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
+      return r;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("max_pool2d_forward", dev);
+}
+
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResult& fwd,
+                           const Pool2dParams& p) {
+  check_f32("max_pool2d_backward", "dy", dy);
+  check_f32("max_pool2d_backward", "x", x);
+  const cpu::Pool2dDims d = pool_dims("max_pool2d_backward", x.shape(), p);
+  const Shape y_shape = out_shape(x.shape(), d);
+  EPOCH_CHECK(dy.shape() == y_shape, "max_pool2d_backward: dy ", shape_str(dy.shape()),
+              " does not match the output shape ", shape_str(y_shape));
+  EPOCH_CHECK(fwd.y.defined() && fwd.y.shape() == y_shape,
+              "max_pool2d_backward: the forward result does not belong to x ",
+              shape_str(x.shape()));
+  const Device dev = common_device("max_pool2d_backward", dy, x, fwd.indices);
+  const Tensor dyc = dy.contiguous();
+  Tensor dx = Tensor::empty(x.shape(), DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      if (reference_indices(fwd)) {
+        const Tensor idx = fwd.indices.contiguous();
+        cpu::max_pool2d_backward(d, dyc.f32(), idx.data<std::int32_t>(), dx.f32());
+        return dx;
+      }
+      EPOCH_THROW(InvalidArgument, "max_pool2d_backward: indices ",
+                  shape_str(fwd.indices.shape()),
+                  " are neither i32 argmax positions nor a workspace this build can read");
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("max_pool2d_backward", dev);
+}
+
+Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
+  check_f32("avg_pool2d_forward", "x", x);
+  const cpu::Pool2dDims d = pool_dims("avg_pool2d_forward", x.shape(), p);
+  const Tensor xc = x.contiguous();
+  const Device dev = x.device();
+  Tensor y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::avg_pool2d_forward(d, p.count_include_pad, xc.f32(), y.f32());
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("avg_pool2d_forward", dev);
+}
+
+Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dParams& p) {
+  check_f32("avg_pool2d_backward", "dy", dy);
+  const cpu::Pool2dDims d = pool_dims("avg_pool2d_backward", x_shape, p);
+  EPOCH_CHECK(dy.shape() == out_shape(x_shape, d), "avg_pool2d_backward: dy ",
+              shape_str(dy.shape()), " does not match the output shape ",
+              shape_str(out_shape(x_shape, d)));
+  const Tensor dyc = dy.contiguous();
+  const Device dev = dy.device();
+  Tensor dx = Tensor::empty(x_shape, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::avg_pool2d_backward(d, p.count_include_pad, dyc.f32(), dx.f32());
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("avg_pool2d_backward", dev);
+}
+
+Tensor global_avg_pool2d_forward(const Tensor& x) {
+  check_f32("global_avg_pool2d_forward", "x", x);
+  EPOCH_CHECK(x.ndim() == 4 && x.size(2) * x.size(3) > 0,
+              "global_avg_pool2d_forward: x must be (N, C, H, W) with H, W > 0, got ",
+              shape_str(x.shape()));
+  const Tensor xc = x.contiguous();
+  const Device dev = x.device();
+  Tensor y = Tensor::empty({x.size(0), x.size(1)}, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::global_avg_pool2d_forward(xc.f32(), y.f32(), x.size(0) * x.size(1),
+                                     x.size(2) * x.size(3));
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("global_avg_pool2d_forward", dev);
+}
+
+Tensor global_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape) {
+  check_f32("global_avg_pool2d_backward", "dy", dy);
+  EPOCH_CHECK(x_shape.size() == 4 && x_shape[2] * x_shape[3] > 0,
+              "global_avg_pool2d_backward: x must be (N, C, H, W) with H, W > 0, got ",
+              shape_str(x_shape));
+  EPOCH_CHECK(dy.shape() == Shape({x_shape[0], x_shape[1]}), "global_avg_pool2d_backward: dy ",
+              shape_str(dy.shape()), " must be (N, C) for x ", shape_str(x_shape));
+  const Tensor dyc = dy.contiguous();
+  const Device dev = dy.device();
+  Tensor dx = Tensor::empty(x_shape, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::global_avg_pool2d_backward(dyc.f32(), dx.f32(), x_shape[0] * x_shape[1],
+                                      x_shape[2] * x_shape[3]);
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("global_avg_pool2d_backward", dev);
+}
+
+}  // namespace epoch::ops
