@@ -1,0 +1,139 @@
+// Matrix products, the dense layer and the channel bias add: argument checks and dispatch by
+// device (reference kernels in cpu/linear_cpu.h; oneDNN first on the CPU when use_onednn()).
+#include "epoch/ops/linear.h"
+
+#include "cpu/linear_cpu.h"
+#include "epoch/ops/backend.h"
+#include "ops/dispatch.h"
+
+namespace epoch::ops {
+namespace {
+
+// (outer, C, inner) view of an (N, C, ...) tensor.
+struct ChannelView {
+  std::int64_t outer, C, inner;
+};
+ChannelView channel_view(const char* op, const Shape& shape) {
+  EPOCH_CHECK(shape.size() >= 2, op, ": x must be (N, C, ...), got ", shape_str(shape));
+  std::int64_t inner = 1;
+  for (std::size_t d = 2; d < shape.size(); ++d) inner *= shape[d];
+  return {shape[0], shape[1], inner};
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  check_f32("matmul", "a", a);
+  check_f32("matmul", "b", b);
+  EPOCH_CHECK(a.ndim() == 2 && b.ndim() == 2, "matmul: a ", shape_str(a.shape()), " and b ",
+              shape_str(b.shape()), " must both be 2-D");
+  const std::int64_t M = transpose_a ? a.size(1) : a.size(0);
+  const std::int64_t K = transpose_a ? a.size(0) : a.size(1);
+  const std::int64_t Kb = transpose_b ? b.size(1) : b.size(0);
+  const std::int64_t N = transpose_b ? b.size(0) : b.size(1);
+  EPOCH_CHECK(K == Kb, "matmul: inner dimensions differ: op(a) is (", M, ", ", K,
+              ") and op(b) is (", Kb, ", ", N, ") (a ", shape_str(a.shape()), ", b ",
+              shape_str(b.shape()), ", transpose_a=", transpose_a,
+              ", transpose_b=", transpose_b, ")");
+  const Device dev = common_device("matmul", a, b);
+  const Tensor ac = a.contiguous(), bc = b.contiguous();
+  Tensor c = Tensor::empty({M, N}, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::gemm(transpose_a, transpose_b, M, N, K, ac.f32(), bc.f32(), c.f32());
+      return c;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("matmul", dev);
+}
+
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_f32("linear_forward", "x", x);
+  check_f32("linear_forward", "w", w);
+  if (b.defined()) check_f32("linear_forward", "b", b);
+  EPOCH_CHECK(x.ndim() == 2 && w.ndim() == 2 && x.size(1) == w.size(1),
+              "linear_forward: x must be (N, IN) and w (OUT, IN), got x ", shape_str(x.shape()),
+              " and w ", shape_str(w.shape()));
+  const std::int64_t N = x.size(0), IN = x.size(1), OUT = w.size(0);
+  EPOCH_CHECK(!b.defined() || b.shape() == Shape{OUT}, "linear_forward: b must be (", OUT,
+              "), got ", shape_str(b.shape()));
+  const Device dev = common_device("linear_forward", x, w, b);
+  const Tensor xc = x.contiguous(), wc = w.contiguous();
+  const Tensor bc = b.defined() ? b.contiguous() : Tensor();
+  Tensor y = Tensor::empty({N, OUT}, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::linear_forward(xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr, y.f32(), N, IN,
+                          OUT);
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("linear_forward", dev);
+}
+
+LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, bool has_bias,
+                            bool need_dx) {
+  check_f32("linear_backward", "dy", dy);
+  check_f32("linear_backward", "x", x);
+  check_f32("linear_backward", "w", w);
+  EPOCH_CHECK(x.ndim() == 2 && w.ndim() == 2 && x.size(1) == w.size(1),
+              "linear_backward: x must be (N, IN) and w (OUT, IN), got x ", shape_str(x.shape()),
+              " and w ", shape_str(w.shape()));
+  const std::int64_t N = x.size(0), IN = x.size(1), OUT = w.size(0);
+  EPOCH_CHECK(dy.shape() == Shape({N, OUT}), "linear_backward: dy must be (", N, ", ", OUT,
+              "), got ", shape_str(dy.shape()));
+  const Device dev = common_device("linear_backward", dy, x, w);
+  const Tensor dyc = dy.contiguous(), xc = x.contiguous(), wc = w.contiguous();
+  LinearGrads g;
+  if (need_dx) g.dx = Tensor::empty(x.shape(), DType::f32, dev);
+  g.dw = Tensor::empty(w.shape(), DType::f32, dev);
+  if (has_bias) g.db = Tensor::empty({OUT}, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::linear_backward(dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
+                           g.dw.f32(), has_bias ? g.db.f32() : nullptr, N, IN, OUT);
+      return g;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("linear_backward", dev);
+}
+
+Tensor bias_add_forward(const Tensor& x, const Tensor& b) {
+  check_f32("bias_add_forward", "x", x);
+  check_f32("bias_add_forward", "b", b);
+  const ChannelView v = channel_view("bias_add_forward", x.shape());
+  EPOCH_CHECK(b.shape() == Shape{v.C}, "bias_add_forward: b must be (", v.C, ") for x ",
+              shape_str(x.shape()), ", got ", shape_str(b.shape()));
+  const Device dev = common_device("bias_add_forward", x, b);
+  const Tensor xc = x.contiguous(), bc = b.contiguous();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::bias_add_forward(xc.f32(), bc.f32(), y.f32(), v.outer, v.C, v.inner);
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("bias_add_forward", dev);
+}
+
+Tensor bias_add_backward(const Tensor& dy) {
+  check_f32("bias_add_backward", "dy", dy);
+  const ChannelView v = channel_view("bias_add_backward", dy.shape());
+  const Tensor dyc = dy.contiguous();
+  const Device dev = dy.device();
+  Tensor db = Tensor::empty({v.C}, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::bias_add_backward(dyc.f32(), db.f32(), v.outer, v.C, v.inner);
+      return db;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("bias_add_backward", dev);
+}
+
+}  // namespace epoch::ops
