@@ -1,0 +1,231 @@
+// oneDNN convolution (see conv2d_onednn.h). One cached bundle per (direction, sizes, layout):
+// the primitive descriptors, the primitives, and the reorders between the caller's plain
+// NCHW/OIHW buffers and the layouts the primitives chose. Weights are reordered on every call
+// (they change every training step), never cached.
+#include "cpu/conv2d_onednn.h"
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cpu/onednn_context.h"
+
+namespace epoch::cpu::onednn {
+namespace {
+
+using dnnl::memory;
+using Fwd = dnnl::convolution_forward;
+using BwdData = dnnl::convolution_backward_data;
+using BwdWeights = dnnl::convolution_backward_weights;
+
+struct ConvGeometry {
+  memory::dims src, wei, bias, dst, strides, dilates, pad_l, pad_r;
+};
+
+ConvGeometry geometry(const Conv2dDims& d) {
+  ConvGeometry g;
+  g.src = {d.N, d.C, d.H, d.W};
+  if (d.groups == 1)
+    g.wei = {d.OC, d.C, d.KH, d.KW};
+  else  // (G, OC/G, C/G, KH, KW): the same bytes as our (OC, C/G, KH, KW)
+    g.wei = {d.groups, d.OC / d.groups, d.C / d.groups, d.KH, d.KW};
+  g.bias = {d.OC};
+  g.dst = {d.N, d.OC, d.OH, d.OW};
+  g.strides = {d.stride_h, d.stride_w};
+  g.dilates = {d.dilation_h - 1, d.dilation_w - 1};  // oneDNN counts the gaps
+  g.pad_l = {d.pad_h, d.pad_w};
+  g.pad_r = {d.pad_h, d.pad_w};  // same floor division as conv_out_size, so OH, OW agree
+  return g;
+}
+
+// A reorder between the caller's layout and a primitive's, or nothing when they agree.
+struct Relayout {
+  bool needed = false;
+  memory::desc from, to;
+  dnnl::reorder prim;
+
+  Relayout() = default;
+  Relayout(const memory::desc& f, const memory::desc& t) : needed(f != t), from(f), to(t) {
+    if (needed) prim = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), f, engine(), t));
+  }
+};
+
+// Keeps the temporary blocked copies of one call alive until the call returns.
+class CallScratch {
+ public:
+  void* get(std::size_t nbytes) {
+    buffers_.push_back(std::make_unique<Scratch>(nbytes));
+    return buffers_.back()->data();
+  }
+
+ private:
+  std::vector<std::unique_ptr<Scratch>> buffers_;
+};
+
+// The caller's buffer p as the memory a primitive reads: p itself, or a reordered copy.
+memory input(const Relayout& r, const void* p, CallScratch& scratch) {
+  if (!r.needed) return wrap(r.from, p);
+  memory out(r.to, engine(), scratch.get(r.to.get_size()));
+  memory in = wrap(r.from, p);
+  r.prim.execute(stream(), in, out);
+  return out;
+}
+
+// The memory a primitive writes for the caller's buffer p: p itself, or a blocked temporary
+// that output_done() reorders into p.
+memory output(const Relayout& r, void* p, CallScratch& scratch) {
+  if (!r.needed) return wrap(r.to, p);
+  return memory(r.from, engine(), scratch.get(r.from.get_size()));
+}
+
+void output_done(const Relayout& r, memory& produced, void* p) {
+  if (!r.needed) return;
+  memory user = wrap(r.to, p);
+  r.prim.execute(stream(), produced, user);
+}
+
+memory::desc md_for(const memory::dims& dims, bool any) {
+  return any ? any_md(dims) : plain_md(dims);
+}
+
+Fwd::primitive_desc forward_pd(const ConvGeometry& g, bool has_bias, bool any) {
+  const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
+  Fwd::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                 md_for(g.src, any), md_for(g.wei, any), bias_md, md_for(g.dst, any), g.strides,
+                 g.dilates, g.pad_l, g.pad_r);
+  return Fwd::primitive_desc(desc, engine());
+}
+
+struct ForwardBundle {
+  Fwd prim;
+  Relayout x_in, w_in, y_out;
+  memory::desc b_md;
+};
+
+ForwardBundle make_forward(const ConvGeometry& g, bool has_bias, bool any) {
+  Fwd::primitive_desc pd = forward_pd(g, has_bias, any);
+  ForwardBundle f;
+  f.prim = Fwd(pd);
+  f.x_in = Relayout(plain_md(g.src), pd.src_desc());
+  f.w_in = Relayout(plain_md(g.wei), pd.weights_desc());
+  f.y_out = Relayout(pd.dst_desc(), plain_md(g.dst));
+  if (has_bias) f.b_md = pd.bias_desc();
+  return f;
+}
+
+struct BackwardBundle {
+  bool has_data = false;
+  BwdData data_prim;
+  Relayout dy_data, w_data, dx_out;
+  BwdWeights weights_prim;
+  Relayout x_wei, dy_wei, dw_out;
+  memory::desc db_md;
+};
+
+BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias, bool any) {
+  const Fwd::primitive_desc hint = forward_pd(g, has_bias, any);
+  BackwardBundle b;
+  if (need_dx) {
+    BwdData::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any),
+                       md_for(g.wei, any), md_for(g.dst, any), g.strides, g.dilates, g.pad_l,
+                       g.pad_r);
+    BwdData::primitive_desc pd(desc, engine(), hint);
+    b.has_data = true;
+    b.data_prim = BwdData(pd);
+    b.dy_data = Relayout(plain_md(g.dst), pd.diff_dst_desc());
+    b.w_data = Relayout(plain_md(g.wei), pd.weights_desc());
+    b.dx_out = Relayout(pd.diff_src_desc(), plain_md(g.src));
+  }
+  const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
+  BwdWeights::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any),
+                        md_for(g.wei, any), bias_md, md_for(g.dst, any), g.strides, g.dilates,
+                        g.pad_l, g.pad_r);
+  BwdWeights::primitive_desc pd(desc, engine(), hint);
+  b.weights_prim = BwdWeights(pd);
+  b.x_wei = Relayout(plain_md(g.src), pd.src_desc());
+  b.dy_wei = Relayout(plain_md(g.dst), pd.diff_dst_desc());
+  b.dw_out = Relayout(pd.diff_weights_desc(), plain_md(g.wei));
+  if (has_bias) b.db_md = pd.diff_bias_desc();
+  return b;
+}
+
+Key conv_key(const char* op, const Conv2dDims& d, bool any, bool flag_a, bool flag_b) {
+  Key k(op);
+  k.add({d.N, d.C, d.H, d.W, d.OC, d.KH, d.KW, d.OH, d.OW, d.stride_h, d.stride_w, d.pad_h,
+         d.pad_w, d.dilation_h, d.dilation_w, d.groups, any, flag_a, flag_b});
+  return k;
+}
+
+bool use_blocked(const Conv2dDims& d, ConvLayout layout) {
+  if (layout == ConvLayout::automatic) layout = conv2d_chosen_layout(d);
+  return layout == ConvLayout::blocked;
+}
+
+bool empty(const Conv2dDims& d) { return d.N == 0 || d.OH <= 0 || d.OW <= 0 || d.C == 0; }
+
+}  // namespace
+
+ConvLayout conv2d_chosen_layout(const Conv2dDims& d) {
+  (void)d;
+  return ConvLayout::plain;
+}
+
+void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const float* b,
+                    float* y, ConvLayout layout) {
+  if (empty(d)) return;
+  guarded("conv2d_forward (oneDNN)", [&] {
+    const bool any = use_blocked(d, layout);
+    const bool has_bias = b != nullptr;
+    auto f = cached<ForwardBundle>(conv_key("conv2d_fwd", d, any, has_bias, false),
+                                   [&] { return make_forward(geometry(d), has_bias, any); });
+    CallScratch scratch;
+    memory xm = input(f->x_in, x, scratch);
+    memory wm = input(f->w_in, w, scratch);
+    memory ym = output(f->y_out, y, scratch);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
+    if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(f->b_md, b));
+    f->prim.execute(stream(), args);
+    output_done(f->y_out, ym, y);
+    stream().wait();
+  });
+}
+
+void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const float* w,
+                     float* dx, float* dw, float* db, ConvLayout layout) {
+  if (empty(d)) {
+    std::fill(dw, dw + d.OC * (d.C / std::max<std::int64_t>(d.groups, 1)) * d.KH * d.KW, 0.0f);
+    if (db != nullptr) std::fill(db, db + d.OC, 0.0f);
+    if (dx != nullptr) std::fill(dx, dx + d.N * d.C * d.H * d.W, 0.0f);
+    return;
+  }
+  guarded("conv2d_backward (oneDNN)", [&] {
+    const bool any = use_blocked(d, layout);
+    const bool need_dx = dx != nullptr, has_bias = db != nullptr;
+    auto bw = cached<BackwardBundle>(
+        conv_key("conv2d_bwd", d, any, need_dx, has_bias),
+        [&] { return make_backward(geometry(d), need_dx, has_bias, any); });
+    CallScratch scratch;
+    // Weights first: dy reordered for it may be reused by the data pass.
+    memory dy_w = input(bw->dy_wei, dy, scratch);
+    memory xm = input(bw->x_wei, x, scratch);
+    memory dwm = output(bw->dw_out, dw, scratch);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dy_w}, {DNNL_ARG_DIFF_WEIGHTS, dwm}};
+    if (has_bias) args.emplace(DNNL_ARG_DIFF_BIAS, wrap(bw->db_md, db));
+    bw->weights_prim.execute(stream(), args);
+    output_done(bw->dw_out, dwm, dw);
+    if (need_dx) {
+      memory dy_d = bw->dy_data.to == bw->dy_wei.to ? dy_w : input(bw->dy_data, dy, scratch);
+      memory wm = input(bw->w_data, w, scratch);
+      memory dxm = output(bw->dx_out, dx, scratch);
+      bw->data_prim.execute(stream(), {{DNNL_ARG_DIFF_DST, dy_d}, {DNNL_ARG_WEIGHTS, wm},
+                                       {DNNL_ARG_DIFF_SRC, dxm}});
+      output_done(bw->dx_out, dxm, dx);
+    }
+    stream().wait();
+  });
+}
+
+}  // namespace epoch::cpu::onednn

@@ -1,0 +1,37 @@
+// oneDNN convolution for the CPU fast path: the same contract as cpu::conv2d_forward/backward
+// (plain NCHW tensors, OIHW weights, outputs overwritten), primitives from the shared cache.
+// Compiled only when EPOCH_WITH_ONEDNN; guard includes with #if EPOCH_WITH_ONEDNN.
+#pragma once
+
+#include "cpu/conv2d_cpu.h"
+
+namespace epoch::cpu::onednn {
+
+/// Which memory layouts the convolution primitives run in. `plain` runs on the caller's NCHW
+/// buffers directly; `blocked` lets oneDNN choose (format `any`) and reorders to and from the
+/// plain buffers around every call; `automatic` picks per shape (see conv2d_onednn.cpp).
+enum class ConvLayout { automatic, plain, blocked };
+
+/// y = conv(x, w) + b, as cpu::conv2d_forward.
+void conv2d_forward(const Conv2dDims& d,
+                    const float* x,  // (N, C, H, W)
+                    const float* w,  // (OC, C/groups, KH, KW)
+                    const float* b,  // (OC) or null
+                    float* y,        // (N, OC, OH, OW)
+                    ConvLayout layout = ConvLayout::automatic);
+
+/// Gradients of conv2d_forward, as cpu::conv2d_backward; overwrites dx, dw, db (dx, db may be
+/// null when not wanted).
+void conv2d_backward(const Conv2dDims& d,
+                     const float* dy,  // (N, OC, OH, OW)
+                     const float* x,   // (N, C, H, W)
+                     const float* w,   // (OC, C/groups, KH, KW)
+                     float* dx,        // (N, C, H, W) or null
+                     float* dw,        // (OC, C/groups, KH, KW)
+                     float* db,        // (OC) or null
+                     ConvLayout layout = ConvLayout::automatic);
+
+/// The layout `automatic` resolves to for these sizes (plain or blocked).
+ConvLayout conv2d_chosen_layout(const Conv2dDims& d);
+
+}  // namespace epoch::cpu::onednn

@@ -1,0 +1,122 @@
+// The oneDNN engine, per-thread streams and the LRU primitive cache (see onednn_context.h).
+#include "cpu/onednn_context.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+namespace epoch::cpu::onednn {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+Key::Key(const char* op) : s_(op) { add(omp_get_max_threads()); }
+
+Key& Key::add(std::int64_t v) {
+  s_ += ':';
+  s_ += std::to_string(v);
+  return *this;
+}
+
+Key& Key::add(std::initializer_list<std::int64_t> vs) {
+  for (std::int64_t v : vs) add(v);
+  return *this;
+}
+
+namespace {
+std::size_t initial_capacity() {
+  const char* env = std::getenv("EPOCH_ONEDNN_CACHE_CAPACITY");
+  const long v = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+  return v > 0 ? static_cast<std::size_t>(v) : 512;
+}
+}  // namespace
+
+struct PrimitiveCache::Impl {
+  using Order = std::list<std::pair<std::string, std::shared_ptr<const void>>>;
+  mutable std::mutex mutex;
+  Order order;  // most recently used first
+  std::unordered_map<std::string, Order::iterator> index;
+  std::size_t capacity = initial_capacity();
+  std::int64_t hits = 0, misses = 0;
+
+  void trim() {
+    while (order.size() > capacity) {
+      index.erase(order.back().first);
+      order.pop_back();
+    }
+  }
+};
+
+PrimitiveCache::PrimitiveCache() : impl_(std::make_unique<Impl>()) {}
+
+PrimitiveCache& PrimitiveCache::instance() {
+  static PrimitiveCache cache;
+  return cache;
+}
+
+std::shared_ptr<const void> PrimitiveCache::get(
+    const std::string& key, const std::function<std::shared_ptr<const void>()>& make) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto it = impl_->index.find(key);
+  if (it != impl_->index.end()) {
+    ++impl_->hits;
+    impl_->order.splice(impl_->order.begin(), impl_->order, it->second);
+    return it->second->second;
+  }
+  ++impl_->misses;
+  std::shared_ptr<const void> entry = make();
+  impl_->order.emplace_front(key, entry);
+  impl_->index[key] = impl_->order.begin();
+  impl_->trim();
+  return entry;
+}
+
+void PrimitiveCache::set_capacity(std::size_t capacity) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->capacity = capacity > 0 ? capacity : 1;
+  impl_->trim();
+}
+
+std::size_t PrimitiveCache::size() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->order.size();
+}
+
+void PrimitiveCache::clear() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->order.clear();
+  impl_->index.clear();
+}
+
+std::int64_t PrimitiveCache::hits() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->hits;
+}
+
+std::int64_t PrimitiveCache::misses() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->misses;
+}
+
+dnnl::memory::desc plain_md(const dnnl::memory::dims& dims) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * dims[i + 1];
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+dnnl::memory::desc any_md(const dnnl::memory::dims& dims) {
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+}
+
+}  // namespace epoch::cpu::onednn

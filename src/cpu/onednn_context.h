@@ -1,0 +1,96 @@
+// Shared oneDNN state for the CPU fast path: the engine (one per process), a stream per thread,
+// and an LRU cache of primitives keyed by op kind + shapes + parameters (creating a primitive
+// costs far more than running a small one). Included only by *_onednn.cpp files.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "epoch/tensor/error.h"
+#include "epoch/tensor/storage.h"
+
+namespace epoch::cpu::onednn {
+
+/// The process-wide CPU engine.
+dnnl::engine& engine();
+/// The calling thread's stream on engine() (streams are not meant to be shared by threads).
+dnnl::stream& stream();
+
+/// A cache key: the op kind, then integers (shapes, parameters) appended in a fixed order.
+/// The thread count is part of every key, since primitives size their work to it.
+class Key {
+ public:
+  explicit Key(const char* op);
+  Key& add(std::int64_t v);
+  Key& add(std::initializer_list<std::int64_t> vs);
+  const std::string& str() const { return s_; }
+
+ private:
+  std::string s_;
+};
+
+/// Type-erased LRU cache of primitive bundles. Thread-safe; entries are immutable once built.
+class PrimitiveCache {
+ public:
+  static PrimitiveCache& instance();
+  /// The entry for key, built with make() on a miss (the oldest entry is evicted when full).
+  std::shared_ptr<const void> get(const std::string& key,
+                                  const std::function<std::shared_ptr<const void>()>& make);
+  void set_capacity(std::size_t capacity);
+  std::size_t size() const;
+  void clear();
+  std::int64_t hits() const;
+  std::int64_t misses() const;
+
+ private:
+  PrimitiveCache();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The cached bundle of type T for key, built by make() (returning T by value) on a miss.
+template <typename T, typename Make>
+std::shared_ptr<const T> cached(const Key& key, Make&& make) {
+  std::shared_ptr<const void> p = PrimitiveCache::instance().get(
+      key.str(), [&]() -> std::shared_ptr<const void> { return std::make_shared<T>(make()); });
+  return std::static_pointer_cast<const T>(p);
+}
+
+/// A plain (row-major) f32 memory descriptor of the given dims.
+dnnl::memory::desc plain_md(const dnnl::memory::dims& dims);
+/// An f32 memory descriptor with format `any` (the primitive chooses its layout).
+dnnl::memory::desc any_md(const dnnl::memory::dims& dims);
+
+/// Wraps a caller's buffer (no copy) as oneDNN memory of the given descriptor.
+inline dnnl::memory wrap(const dnnl::memory::desc& md, const void* p) {
+  return dnnl::memory(md, engine(), const_cast<void*>(p));
+}
+
+/// A temporary buffer from the caching CPU allocator, for blocked-layout copies.
+class Scratch {
+ public:
+  explicit Scratch(std::size_t nbytes) : storage_(nbytes > 0 ? nbytes : 64, Device::cpu()) {}
+  void* data() const { return storage_.data(); }
+
+ private:
+  Storage storage_;
+};
+
+/// Runs f, turning a dnnl::error into epoch::BackendError naming the op.
+template <typename F>
+auto guarded(const char* op, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const dnnl::error& e) {
+    EPOCH_THROW(BackendError, op, ": oneDNN error ", static_cast<int>(e.status), ": ", e.what());
+  }
+}
+
+}  // namespace epoch::cpu::onednn
