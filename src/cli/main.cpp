@@ -1,7 +1,66 @@
-// Entry point of the `epoch` command-line tool.
-#include <cstdio>
+// Entry point of `epoch`: parses the command line and turns every error into one line on
+// stderr and a non-zero exit code (2: usage, 1: bad input or failure, 3: internal error).
+#include <unistd.h>
 
-int main() {
-  std::puts("epoch");
-  return 0;
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "cli/commands.h"
+#include "epoch/tensor/error.h"
+
+namespace {
+
+// Library messages end with " [at file:line]" or " [check ... failed at file:line]" for
+// developers; users see the message alone unless EPOCH_DEBUG is set.
+std::string user_message(const std::string& what) {
+  if (std::getenv("EPOCH_DEBUG") != nullptr) return what;
+  const std::size_t pos = what.rfind(" [");
+  if (pos != std::string::npos && what.back() == ']') return what.substr(0, pos);
+  return what;
+}
+
+}  // namespace
+
+namespace epoch::cli {
+bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
+}  // namespace epoch::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"epoch: train, evaluate and benchmark deep-learning models on CPU and GPU"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("epoch ") + EPOCH_VERSION);
+  int exit_code = 0;
+  epoch::cli::add_train_command(app, exit_code);
+  epoch::cli::add_eval_command(app, exit_code);
+  epoch::cli::add_predict_command(app, exit_code);
+  epoch::cli::add_models_command(app, exit_code);
+  epoch::cli::add_info_command(app, exit_code);
+  epoch::cli::add_bench_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "epoch: error: %s (see epoch --help)\n", e.what());
+    return 2;
+  } catch (const epoch::Error& e) {
+    std::fflush(stdout);
+    if (epoch::cli::stdout_is_terminal()) std::fputs("\n", stdout);  // end a progress bar
+    std::fprintf(stderr, "epoch: error: %s\n", user_message(e.what()).c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "epoch: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "epoch: internal error: %s\n", e.what());
+    return 3;
+  }
+  return exit_code;
 }

@@ -1,0 +1,36 @@
+// Compute-only benchmark: training steps (forward, loss, backward, optimizer) and inference of
+// a zoo model on synthetic in-memory data. Warm-up, then the median of timed steps, with
+// achieved GFLOP/s (training = 3x forward FLOPs, as BENCHMARKING.md counts).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace epoch::bench {
+
+struct ComputeBenchConfig {
+  std::string model = "fmnist-cnn";
+  std::int64_t batch_size = 64;
+  int threads = 0;  // 0: every core
+  int warmup = 5;
+  int steps = 20;   // timed steps (at least 10 are required)
+  std::string optimizer = "adam";
+  bool reference_kernels = false;  // time the plain reference kernels instead of oneDNN
+  std::uint64_t seed = 0;
+};
+
+struct ComputeBenchResult {
+  ComputeBenchConfig config;
+  int threads_used = 0;
+  std::int64_t forward_flops_per_sample = 0;
+  double train_step_ms_median = 0, train_step_ms_min = 0, train_images_per_s = 0,
+         train_gflops = 0;
+  double infer_ms_median = 0, infer_images_per_s = 0, infer_gflops = 0;
+  nlohmann::json to_json() const;
+};
+
+ComputeBenchResult run_compute_bench(const ComputeBenchConfig& config);
+
+}  // namespace epoch::bench

@@ -1,0 +1,143 @@
+// The layers the model zoo is built from. Each wraps a differentiable function from
+// epoch/autograd/functions.h and knows its output shape and FLOPs per sample.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "epoch/nn/module.h"
+#include "epoch/ops/conv2d.h"
+#include "epoch/ops/norm.h"
+#include "epoch/ops/pool.h"
+
+namespace epoch::nn {
+
+/// 2-D convolution. weight (OC, C/groups, KH, KW), bias (OC) unless bias=false.
+class Conv2d : public Module {
+ public:
+  Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_h,
+         std::int64_t kernel_w, const ops::Conv2dParams& params, bool bias = true);
+  /// Square kernel k, stride 1, "same" padding (k odd).
+  static std::shared_ptr<Conv2d> same(std::int64_t in, std::int64_t out, std::int64_t k,
+                                      bool bias = true);
+  /// Square kernel k, stride 1, no padding.
+  static std::shared_ptr<Conv2d> valid(std::int64_t in, std::int64_t out, std::int64_t k,
+                                       bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::int64_t flops(const Shape& input) const override;
+  std::string describe() const override;
+  Tensor weight, bias;
+
+ private:
+  ops::Conv2dParams params_;
+};
+
+/// y = x W^T + b. weight (OUT, IN), bias (OUT).
+class Linear : public Module {
+ public:
+  Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::int64_t flops(const Shape& input) const override;
+  std::string describe() const override;
+  Tensor weight, bias;
+};
+
+enum class Activation { relu, sigmoid, tanh, hard_sigmoid };
+
+/// A pointwise activation.
+class Act : public Module {
+ public:
+  explicit Act(Activation kind) : kind_(kind) {}
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ private:
+  Activation kind_;
+};
+
+enum class PoolKind { max, avg };
+
+class Pool2d : public Module {
+ public:
+  Pool2d(PoolKind kind, const ops::Pool2dParams& params) : kind_(kind), params_(params) {}
+  /// Non-overlapping k x k max pooling (stride k), as Keras's MaxPooling2D(k).
+  static std::shared_ptr<Pool2d> max(std::int64_t k);
+  /// TensorFlow "same" pooling: output ceil(in / stride), padding split with the extra at the end.
+  static std::shared_ptr<Pool2d> max_same(std::int64_t k, std::int64_t stride, std::int64_t in_h,
+                                          std::int64_t in_w);
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::int64_t flops(const Shape& input) const override;
+  std::string describe() const override;
+
+ private:
+  PoolKind kind_;
+  ops::Pool2dParams params_;
+};
+
+/// (N, C, H, W) -> (N, C).
+class GlobalAvgPool2d : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::string describe() const override { return "GlobalAvgPool2d"; }
+};
+
+/// (N, ...) -> (N, product of the rest).
+class Flatten : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::string describe() const override { return "Flatten"; }
+};
+
+/// Inverted dropout; the mask of each step comes from the module's per-step stream.
+class Dropout : public Module {
+ public:
+  explicit Dropout(float p);
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ protected:
+  void on_step_seed(std::uint64_t seed, std::uint64_t key) override {
+    seed_ = seed;
+    key_ = key;
+  }
+
+ private:
+  float p_;
+  std::uint64_t seed_ = 0, key_ = 0;
+};
+
+/// Batch normalization over channels of (N, C) or (N, C, H, W), PyTorch's running statistics.
+class BatchNorm : public Module {
+ public:
+  explicit BatchNorm(std::int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
+  Tensor forward(const Tensor& x) override;
+  std::int64_t flops(const Shape& input) const override;
+  std::string describe() const override;
+  Tensor weight, bias, running_mean, running_var;
+
+ private:
+  float momentum_, eps_;
+};
+
+/// Local response normalization across channels.
+class Lrn : public Module {
+ public:
+  explicit Lrn(const ops::LrnParams& params) : params_(params) {}
+  Tensor forward(const Tensor& x) override;
+  std::int64_t flops(const Shape& input) const override;
+  std::string describe() const override;
+
+ private:
+  ops::LrnParams params_;
+};
+
+/// Deterministic initialization of every parameter from (seed, parameter path): weights
+/// Glorot-uniform (fan-in/out from the shape), biases zero, 1-D scales (batch-norm gamma) one.
+void initialize(Module& module, std::uint64_t seed);
+
+}  // namespace epoch::nn

@@ -1,0 +1,96 @@
+// Module: the unit models are built from. A module owns named parameters (trainable leaf
+// tensors), named buffers (state such as batch-norm running statistics) and child modules, and
+// maps an input batch to an output batch. Sequential chains modules.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "epoch/tensor/tensor.h"
+
+namespace epoch::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// Maps a batch x (N, ...) to the output batch.
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  /// Per-sample output shape for a per-sample input shape (e.g. (C, H, W) -> (OC, OH, OW)).
+  virtual Shape output_shape(const Shape& input) const { return input; }
+  /// Forward floating-point operations per sample (a multiply-add counts 2).
+  virtual std::int64_t flops(const Shape& /*input*/) const { return 0; }
+  /// One line such as "Conv2d(1 -> 32, 3x3, pad 1)".
+  virtual std::string describe() const = 0;
+
+  /// Every parameter of this module and its children, named by path ("0.weight").
+  NamedTensors parameters() const;
+  /// Every buffer (non-trainable state) of this module and its children, named by path.
+  NamedTensors buffers() const;
+  /// Parameters then buffers: everything a checkpoint stores.
+  NamedTensors state() const;
+  std::int64_t parameter_count() const;
+
+  /// Switches training-only behaviour (dropout, batch statistics) on or off, recursively.
+  void train(bool on = true);
+  bool is_training() const { return training_; }
+
+  /// Seeds the module's randomness for one step: dropout of step `step` draws from a stream
+  /// that depends only on (seed, step, the module's path). Recursive.
+  void set_step_seed(std::uint64_t seed, std::uint64_t step);
+
+  /// Moves parameters and buffers to a device (keeping gradient buffers consistent).
+  void to(Device device);
+
+  /// Replaces parameter and buffer storage through `visit`, which returns the new tensor for a
+  /// (path, current tensor) pair. Used to lay parameters into one flat buffer.
+  void rebind(const std::function<Tensor(const std::string&, const Tensor&)>& visit_param,
+              const std::function<Tensor(const std::string&, const Tensor&)>& visit_buffer);
+
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const {
+    return children_;
+  }
+
+ protected:
+  /// Registers a member tensor as a parameter (it becomes a leaf that requires grad).
+  void register_parameter(const std::string& name, Tensor* tensor);
+  void register_buffer(const std::string& name, Tensor* tensor);
+  void register_module(const std::string& name, std::shared_ptr<Module> module);
+  /// Called by set_step_seed with this module's own stream key.
+  virtual void on_step_seed(std::uint64_t /*seed*/, std::uint64_t /*key*/) {}
+
+ private:
+  void collect(const std::string& prefix, bool params, NamedTensors& out) const;
+  void set_step_seed_at(const std::string& path, std::uint64_t seed, std::uint64_t step);
+
+  std::vector<std::pair<std::string, Tensor*>> params_;
+  std::vector<std::pair<std::string, Tensor*>> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+/// Applies its children in order.
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  /// Appends a module (named by its index) and returns *this.
+  Sequential& add(std::shared_ptr<Module> module);
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::int64_t flops(const Shape& input) const override;
+  std::string describe() const override { return "Sequential"; }
+  std::size_t size() const { return children().size(); }
+};
+
+}  // namespace epoch::nn

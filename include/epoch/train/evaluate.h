@@ -1,0 +1,27 @@
+// Evaluation and prediction: the mean loss and accuracy of a model over a dataset (eval mode,
+// no graph), and class probabilities for a batch.
+#pragma once
+
+#include <cstdint>
+
+#include "epoch/data/dataset.h"
+#include "epoch/models/zoo.h"
+#include "epoch/nn/module.h"
+
+namespace epoch::train {
+
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = -1.0;  // -1 for tasks without accuracy (reconstruction)
+  std::int64_t count = 0;
+};
+
+/// Mean loss (weighted by batch size) and accuracy over every sample of `dataset`.
+EvalResult evaluate(nn::Module& net, models::Task task, const data::ImageDataset& dataset,
+                    const data::Preprocessing& pre, std::int64_t batch_size);
+
+/// Class probabilities (N, K) of a model's output: softmax for classification, (N, 2) of
+/// [1 - p, p] with p = sigmoid(logit) for binary models.
+Tensor output_probabilities(models::Task task, const Tensor& output);
+
+}  // namespace epoch::train

@@ -1,0 +1,40 @@
+// Using a trained checkpoint: rebuild the model it names, load its weights, and classify
+// inputs with exactly the preprocessing stored in it (so prediction cannot forget it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "epoch/data/dataset.h"
+#include "epoch/models/zoo.h"
+#include "epoch/train/trainer.h"
+
+namespace epoch::train {
+
+struct TrainedModel {
+  std::string path;
+  models::Model model;
+  data::Preprocessing preprocessing;
+  std::vector<std::string> class_names;
+  TrainConfig config;
+  std::int64_t epoch = 0;
+};
+
+/// Loads a checkpoint written by `epoch train` (IoError naming the file on any problem).
+TrainedModel load_trained_model(const std::string& checkpoint_path);
+
+struct Prediction {
+  std::string input;
+  std::int64_t class_index = 0;
+  std::string class_name;
+  float probability = 0.0f;
+  std::vector<float> probabilities;
+};
+
+/// Classifies each input: a PNG file, or `idx:PATH:INDEX` (image INDEX of an IDX image file).
+std::vector<Prediction> predict(TrainedModel& trained, const std::vector<std::string>& inputs);
+
+/// The raw (C, H, W) u8 image an input names, resized to the model's input (see predict).
+Tensor load_input_image(const std::string& input, const data::Preprocessing& pre);
+
+}  // namespace epoch::train

@@ -1,0 +1,69 @@
+// The training loop behind `epoch train`: data, model, optimizer and schedule from one
+// configuration; progress, per-epoch evaluation, metrics.jsonl, config.json and atomic
+// checkpoints in a run directory; exact resumption from the last checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "epoch/optim/optimizer.h"
+#include "epoch/optim/schedule.h"
+
+namespace epoch::train {
+
+/// How much reproducibility to pay for (recorded in every run).
+/// fast: quickest kernels. reproducible: bitwise-identical runs for the same seed and thread
+/// count. strict: also identical across thread counts (reference CPU kernels, whose
+/// reductions have a fixed order).
+enum class Determinism { fast, reproducible, strict };
+Determinism parse_determinism(const std::string& s);
+const char* determinism_name(Determinism d);
+
+struct TrainConfig {
+  std::string model = "fmnist-cnn";
+  /// A folder of MNIST-format IDX files, "synthetic" for generated data, or empty for Debian's
+  /// Fashion-MNIST.
+  std::string data;
+  std::int64_t epochs = 3;
+  std::int64_t batch_size = 64;
+  optim::OptimizerConfig optimizer;  // defaults: adam, lr 1e-3
+  optim::ScheduleConfig schedule;    // defaults: cosine to 0 over the run
+  int threads = 0;                   // 0: every core
+  std::uint64_t seed = 0;
+  std::string out_dir;  // empty: runs/<model>-<date>-<time>
+  bool resume = false;
+  Determinism determinism = Determinism::reproducible;
+  std::int64_t eval_batch_size = 1000;
+  std::int64_t log_every = 50;    // steps between metrics.jsonl step records
+  std::int64_t limit_train = 0;   // use only the first N training samples (0: all)
+  std::int64_t limit_test = 0;    // use only the first N test samples (0: all)
+  std::int64_t synthetic_count = 4096;  // training samples of --data synthetic
+  bool progress_interactive = false;    // redraw a bar (a terminal) instead of periodic lines
+  bool quiet = false;                   // no progress output at all
+
+  TrainConfig();
+  nlohmann::json to_json() const;
+  static TrainConfig from_json(const nlohmann::json& j);
+};
+
+struct TrainResult {
+  std::string run_dir;
+  std::string checkpoint;     // the last checkpoint written
+  std::int64_t epochs = 0;    // completed epochs
+  std::int64_t steps = 0;     // optimizer steps in total
+  double train_loss = 0.0;    // mean loss of the last epoch
+  double test_loss = 0.0;
+  double test_accuracy = -1.0;  // -1 when the task has no accuracy (reconstruction)
+  double images_per_s = 0.0;    // training images per second of this invocation (no eval)
+  double wall_s = 0.0;          // wall time of this invocation
+  nlohmann::json to_json() const;
+};
+
+/// Trains as configured, writing progress to `progress_out`. Throws epoch::Error on bad input;
+/// a run interrupted at any point keeps its last complete checkpoint and metrics.
+TrainResult train(const TrainConfig& config, std::FILE* progress_out);
+
+}  // namespace epoch::train

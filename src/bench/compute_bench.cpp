@@ -1,0 +1,116 @@
+// Compute-only training and inference timing (see compute_bench.h).
+#include "epoch/bench/compute_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "epoch/autograd/autograd.h"
+#include "epoch/models/zoo.h"
+#include "epoch/nn/flat_parameters.h"
+#include "epoch/nn/layers.h"
+#include "epoch/ops/backend.h"
+#include "epoch/ops/elementwise.h"
+#include "epoch/optim/optimizer.h"
+#include "epoch/tensor/random.h"
+
+namespace epoch::bench {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+template <typename F>
+std::vector<double> time_ms(int warmup, int steps, F&& f) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return ms;
+}
+
+}  // namespace
+
+nlohmann::json ComputeBenchResult::to_json() const {
+  return {{"framework", "epoch"},
+          {"model", config.model},
+          {"batch_size", config.batch_size},
+          {"threads", threads_used},
+          {"kernels", config.reference_kernels ? "reference" : "fast"},
+          {"optimizer", config.optimizer},
+          {"warmup", config.warmup},
+          {"steps", config.steps},
+          {"forward_flops_per_sample", forward_flops_per_sample},
+          {"train_step_ms_median", train_step_ms_median},
+          {"train_step_ms_min", train_step_ms_min},
+          {"train_images_per_s", train_images_per_s},
+          {"train_gflops", train_gflops},
+          {"infer_ms_median", infer_ms_median},
+          {"infer_images_per_s", infer_images_per_s},
+          {"infer_gflops", infer_gflops}};
+}
+
+ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
+  if (c.batch_size < 1) EPOCH_THROW(ConfigError, "--batch-size must be at least 1");
+  if (c.steps < 10) EPOCH_THROW(ConfigError, "--steps must be at least 10 (a median needs them)");
+  if (c.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
+  ops::set_num_threads(c.threads);
+  ops::CpuKernelsGuard kernels(c.reference_kernels ? ops::CpuKernels::reference
+                                                   : ops::CpuKernels::fast);
+  models::Model model = models::build_model(c.model);
+  nn::initialize(*model.net, c.seed);
+  nn::FlatParameters flat = nn::flatten_parameters(*model.net);
+  optim::OptimizerConfig oc = optim::optimizer_defaults(c.optimizer);
+  oc.lr = 1e-4f;
+  auto optimizer = optim::make_optimizer(oc, model.net->parameters());
+
+  Shape in_shape{c.batch_size};
+  for (std::int64_t d : model.spec.input) in_shape.push_back(d);
+  Tensor x = Tensor::empty(in_shape);
+  RandomStream rng(c.seed, 0xbe);
+  for (std::int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform();
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(c.batch_size));
+  const std::int64_t classes = model.spec.task == models::Task::classification ? model.spec.outputs : 2;
+  for (auto& l : labels) l = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(classes)));
+  const Tensor y = Tensor::from_ints({c.batch_size}, labels);
+
+  ComputeBenchResult r;
+  r.config = c;
+  r.threads_used = ops::num_threads();
+  r.forward_flops_per_sample = model.net->flops(model.spec.input);
+
+  std::int64_t step = 0;
+  model.net->train(true);
+  const std::vector<double> train_ms = time_ms(c.warmup, c.steps, [&] {
+    model.net->set_step_seed(c.seed, static_cast<std::uint64_t>(step++));
+    ops::fill_(flat.grads, 0.0f);
+    Tensor loss = models::model_loss(model.spec.task, model.net->forward(x), x, y);
+    loss.backward();
+    optimizer->step();
+    (void)loss.item();
+  });
+  model.net->train(false);
+  const std::vector<double> infer_ms = time_ms(c.warmup, c.steps, [&] {
+    autograd::NoGradGuard no_grad;
+    (void)model.net->forward(x).to_vector();
+  });
+
+  const double batch = static_cast<double>(c.batch_size);
+  const double fwd = static_cast<double>(r.forward_flops_per_sample) * batch;
+  r.train_step_ms_median = median(train_ms);
+  r.train_step_ms_min = *std::min_element(train_ms.begin(), train_ms.end());
+  r.train_images_per_s = batch / (r.train_step_ms_median / 1e3);
+  r.train_gflops = 3.0 * fwd / (r.train_step_ms_median / 1e3) / 1e9;
+  r.infer_ms_median = median(infer_ms);
+  r.infer_images_per_s = batch / (r.infer_ms_median / 1e3);
+  r.infer_gflops = fwd / (r.infer_ms_median / 1e3) / 1e9;
+  return r;
+}
+
+}  // namespace epoch::bench

@@ -1,0 +1,108 @@
+// `epoch eval CKPT` and `epoch predict CKPT INPUT...`: both use the model, weights and
+// preprocessing stored in the checkpoint.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "epoch/ops/backend.h"
+#include "epoch/train/evaluate.h"
+#include "epoch/train/inference.h"
+
+namespace epoch::cli {
+namespace {
+
+struct EvalOptions {
+  std::string checkpoint, data;
+  std::int64_t batch_size = 1000;
+  std::int64_t limit = 0;
+  int threads = 0;
+  bool json = false;
+};
+
+int run_eval(const EvalOptions& o) {
+  ops::set_num_threads(o.threads);
+  train::TrainedModel t = train::load_trained_model(o.checkpoint);
+  const std::string data_arg = o.data.empty() ? t.config.data : o.data;
+  data::ImageDataset test;
+  if (data_arg == "synthetic") {
+    const auto& in = t.model.spec.input;
+    const std::int64_t classes =
+        t.model.spec.task == models::Task::classification ? t.model.spec.outputs : 2;
+    test = data::make_synthetic_dataset(std::max<std::int64_t>(t.config.synthetic_count / 4, 1),
+                                        in[0], in[1], in[2], classes, t.config.seed + 1000003);
+  } else {
+    const std::string dir = data_arg.empty() ? data::default_fashion_mnist_dir() : data_arg;
+    if (dir.empty()) EPOCH_THROW(IoError, "Fashion-MNIST not found: pass --data DIR");
+    test = data::load_mnist_format(dir, "test");
+  }
+  if (o.limit > 0 && o.limit < test.size()) {
+    test.images = test.images.narrow0(0, o.limit);
+    test.labels = test.labels.narrow0(0, o.limit);
+  }
+  const train::EvalResult r =
+      train::evaluate(*t.model.net, t.model.spec.task, test, t.preprocessing, o.batch_size);
+  if (o.json) {
+    nlohmann::json j{{"checkpoint", o.checkpoint}, {"model", t.model.spec.name},
+                     {"samples", r.count},         {"test_loss", r.loss}};
+    j["test_accuracy"] = r.accuracy >= 0 ? nlohmann::json(r.accuracy) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump().c_str());
+  } else if (r.accuracy >= 0) {
+    std::printf("%s on %lld test samples: accuracy %.2f%%, loss %.4f\n", t.model.spec.name.c_str(),
+                static_cast<long long>(r.count), 100.0 * r.accuracy, r.loss);
+  } else {
+    std::printf("%s on %lld test samples: loss %.5f\n", t.model.spec.name.c_str(),
+                static_cast<long long>(r.count), r.loss);
+  }
+  return 0;
+}
+
+struct PredictOptions {
+  std::string checkpoint;
+  std::vector<std::string> inputs;
+  bool json = false;
+};
+
+int run_predict(const PredictOptions& o) {
+  train::TrainedModel t = train::load_trained_model(o.checkpoint);
+  for (const train::Prediction& p : train::predict(t, o.inputs)) {
+    if (o.json) {
+      std::printf("%s\n", nlohmann::json{{"input", p.input},
+                                         {"class", p.class_name},
+                                         {"class_index", p.class_index},
+                                         {"probability", p.probability},
+                                         {"probabilities", p.probabilities}}
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf("%s: %s (%.1f%%)\n", p.input.c_str(), p.class_name.c_str(), 100.0 * p.probability);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<EvalOptions>();
+  CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the test split");
+  cmd->add_option("checkpoint", o->checkpoint, "A checkpoint written by epoch train")->required();
+  cmd->add_option("--data", o->data, "Data folder (default: the one the run trained on)");
+  cmd->add_option("--batch-size", o->batch_size, "Samples per batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--limit", o->limit, "Evaluate only the first N samples")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", o->json, "Print one JSON line");
+  cmd->callback([o, &exit_code] { exit_code = run_eval(*o); });
+}
+
+void add_predict_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<PredictOptions>();
+  CLI::App* cmd = app.add_subcommand("predict", "Classify images with a checkpoint");
+  cmd->add_option("checkpoint", o->checkpoint, "A checkpoint written by epoch train")->required();
+  cmd->add_option("inputs", o->inputs, "PNG files, or idx:PATH:INDEX")->required();
+  cmd->add_flag("--json", o->json, "One JSON line per input");
+  cmd->callback([o, &exit_code] { exit_code = run_predict(*o); });
+}
+
+}  // namespace epoch::cli

@@ -1,0 +1,115 @@
+// `epoch models` (the zoo with parameter counts and FLOPs) and `epoch info` (build flags, CPU,
+// threads, GPUs).
+#include <omp.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "epoch/models/zoo.h"
+#include "epoch/nn/layers.h"
+#include "epoch/ops/backend.h"
+#include "epoch/tensor/storage.h"
+
+namespace epoch::cli {
+namespace {
+
+int run_models(bool json) {
+  nlohmann::json all = nlohmann::json::array();
+  if (!json)
+    std::printf("%-14s %-12s %12s %14s  %-14s %s\n", "name", "input", "parameters",
+                "MFLOP/sample", "task", "description");
+  for (const models::ModelSpec& spec : models::model_specs()) {
+    const models::Model m = models::build_model(spec.name);
+    const std::int64_t params = m.net->parameter_count();
+    const std::int64_t flops = m.net->flops(spec.input);
+    const std::string input = std::to_string(spec.input[0]) + "x" + std::to_string(spec.input[1]) +
+                              "x" + std::to_string(spec.input[2]);
+    if (json) {
+      all.push_back({{"name", spec.name}, {"input", spec.input}, {"parameters", params},
+                     {"forward_flops_per_sample", flops}, {"task", models::task_name(spec.task)},
+                     {"outputs", spec.outputs}, {"description", spec.summary}});
+    } else {
+      std::printf("%-14s %-12s %12lld %14.2f  %-14s %s\n", spec.name.c_str(), input.c_str(),
+                  static_cast<long long>(params), static_cast<double>(flops) / 1e6,
+                  models::task_name(spec.task), spec.summary.c_str());
+    }
+  }
+  if (json) std::printf("%s\n", all.dump().c_str());
+  return 0;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const std::size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  return "unknown";
+}
+
+int run_info(bool json) {
+  __builtin_cpu_init();
+  std::vector<std::string> features;
+  if (__builtin_cpu_supports("avx2")) features.emplace_back("avx2");
+  if (__builtin_cpu_supports("fma")) features.emplace_back("fma");
+  if (__builtin_cpu_supports("avx512f")) features.emplace_back("avx512f");
+  if (__builtin_cpu_supports("avx512bw")) features.emplace_back("avx512bw");
+  if (__builtin_cpu_supports("avx512vnni")) features.emplace_back("avx512vnni");
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const CudaDeviceInfo& d : memory::cuda_devices())
+    gpus.push_back({{"name", d.name}, {"memory_gib", static_cast<double>(d.total_bytes) / (1u << 30)},
+                    {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+                    {"multiprocessors", d.multiprocessors}});
+  nlohmann::json j{{"version", EPOCH_VERSION},
+                   {"build", {{"cuda", EPOCH_WITH_CUDA == 1}, {"onednn", ops::onednn_available()},
+                              {"compiler", __VERSION__}}},
+                   {"cpu", {{"model", cpu_model_name()}, {"features", features},
+                            {"logical_cores", omp_get_num_procs()}}},
+                   {"threads", ops::num_threads()},
+                   {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
+                   {"gpus", gpus}};
+  if (json) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("epoch %s\n", EPOCH_VERSION);
+  std::printf("build:    CUDA %s, oneDNN %s, compiler gcc %s\n", EPOCH_WITH_CUDA ? "yes" : "no",
+              ops::onednn_available() ? "yes" : "no", __VERSION__);
+  std::string feats;
+  for (const auto& f : features) feats += " " + f;
+  std::printf("cpu:      %s (%d logical cores;%s)\n", cpu_model_name().c_str(), omp_get_num_procs(),
+              feats.c_str());
+  std::printf("threads:  %d (set with --threads or OMP_NUM_THREADS)\n", ops::num_threads());
+  std::printf("kernels:  %s\n", ops::use_onednn() ? "oneDNN fast path" : "reference");
+  if (gpus.empty())
+    std::printf("gpus:     none visible%s\n", EPOCH_WITH_CUDA ? "" : " (built without CUDA)");
+  for (const auto& g : gpus)
+    std::printf("gpu:      %s, %.0f GiB, compute capability %s, %d SMs\n",
+                g["name"].get<std::string>().c_str(), g["memory_gib"].get<double>(),
+                g["compute_capability"].get<std::string>().c_str(), g["multiprocessors"].get<int>());
+  return 0;
+}
+
+}  // namespace
+
+void add_models_command(CLI::App& app, int& exit_code) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("models", "List the model zoo");
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->callback([json, &exit_code] { exit_code = run_models(*json); });
+}
+
+void add_info_command(CLI::App& app, int& exit_code) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("info", "Show build flags, CPU, threads and GPUs");
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->callback([json, &exit_code] { exit_code = run_info(*json); });
+}
+
+}  // namespace epoch::cli

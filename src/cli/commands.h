@@ -1,0 +1,19 @@
+// The subcommands of `epoch`: each registers itself on the app and runs when selected,
+// returning the process exit code through `exit_code`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace epoch::cli {
+
+void add_train_command(CLI::App& app, int& exit_code);
+void add_eval_command(CLI::App& app, int& exit_code);
+void add_predict_command(CLI::App& app, int& exit_code);
+void add_models_command(CLI::App& app, int& exit_code);
+void add_info_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
+
+/// True when stdout is a terminal (progress bars redraw in place only there).
+bool stdout_is_terminal();
+
+}  // namespace epoch::cli

@@ -1,0 +1,264 @@
+// The zoo's layers: thin modules over the differentiable functions, with shapes and FLOPs.
+#include "epoch/nn/layers.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "epoch/autograd/functions.h"
+#include "epoch/tensor/random.h"
+
+namespace epoch::nn {
+namespace {
+std::string fmt_kernel(std::int64_t kh, std::int64_t kw) {
+  return std::to_string(kh) + "x" + std::to_string(kw);
+}
+void expect_chw(const Shape& s, const char* layer) {
+  EPOCH_CHECK(s.size() == 3, layer, " expects a per-sample (C, H, W) input, got ", shape_str(s));
+}
+}  // namespace
+
+Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_h,
+               std::int64_t kernel_w, const ops::Conv2dParams& params, bool has_bias)
+    : params_(params) {
+  EPOCH_CHECK(params.groups > 0 && in_channels % params.groups == 0 &&
+                  out_channels % params.groups == 0,
+              "Conv2d: channels ", in_channels, " -> ", out_channels, " not divisible by groups ",
+              params.groups);
+  weight = Tensor::zeros({out_channels, in_channels / params.groups, kernel_h, kernel_w});
+  register_parameter("weight", &weight);
+  if (has_bias) {
+    bias = Tensor::zeros({out_channels});
+    register_parameter("bias", &bias);
+  }
+}
+
+std::shared_ptr<Conv2d> Conv2d::same(std::int64_t in, std::int64_t out, std::int64_t k,
+                                     bool has_bias) {
+  EPOCH_CHECK(k % 2 == 1, "Conv2d::same needs an odd kernel, got ", k);
+  ops::Conv2dParams p;
+  p.pad_h = p.pad_w = k / 2;
+  return std::make_shared<Conv2d>(in, out, k, k, p, has_bias);
+}
+
+std::shared_ptr<Conv2d> Conv2d::valid(std::int64_t in, std::int64_t out, std::int64_t k,
+                                      bool has_bias) {
+  return std::make_shared<Conv2d>(in, out, k, k, ops::Conv2dParams{}, has_bias);
+}
+
+Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, params_); }
+
+Shape Conv2d::output_shape(const Shape& in) const {
+  expect_chw(in, "Conv2d");
+  EPOCH_CHECK(in[0] == weight.size(1) * params_.groups, "Conv2d expects ",
+              weight.size(1) * params_.groups, " input channels, got ", in[0]);
+  return {weight.size(0),
+          ops::conv_out_size(in[1], weight.size(2), params_.stride_h, params_.pad_h,
+                             params_.dilation_h),
+          ops::conv_out_size(in[2], weight.size(3), params_.stride_w, params_.pad_w,
+                             params_.dilation_w)};
+}
+
+std::int64_t Conv2d::flops(const Shape& in) const {
+  const Shape out = output_shape(in);
+  return 2 * shape_numel(out) * weight.size(1) * weight.size(2) * weight.size(3);
+}
+
+std::string Conv2d::describe() const {
+  std::ostringstream os;
+  os << "Conv2d(" << weight.size(1) * params_.groups << " -> " << weight.size(0) << ", "
+     << fmt_kernel(weight.size(2), weight.size(3));
+  if (params_.stride_h != 1 || params_.stride_w != 1) os << ", stride " << params_.stride_h;
+  if (params_.pad_h != 0 || params_.pad_w != 0) os << ", pad " << params_.pad_h;
+  if (params_.groups != 1) os << ", groups " << params_.groups;
+  if (!bias.defined()) os << ", no bias";
+  os << ")";
+  return os.str();
+}
+
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool has_bias) {
+  weight = Tensor::zeros({out_features, in_features});
+  register_parameter("weight", &weight);
+  if (has_bias) {
+    bias = Tensor::zeros({out_features});
+    register_parameter("bias", &bias);
+  }
+}
+
+Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
+
+Shape Linear::output_shape(const Shape& in) const {
+  EPOCH_CHECK(in.size() == 1 && in[0] == weight.size(1), "Linear expects (", weight.size(1),
+              ") per sample, got ", shape_str(in));
+  return {weight.size(0)};
+}
+
+std::int64_t Linear::flops(const Shape&) const { return 2 * weight.numel(); }
+
+std::string Linear::describe() const {
+  return "Linear(" + std::to_string(weight.size(1)) + " -> " + std::to_string(weight.size(0)) +
+         (bias.defined() ? ")" : ", no bias)");
+}
+
+Tensor Act::forward(const Tensor& x) {
+  switch (kind_) {
+    case Activation::relu:
+      return relu(x);
+    case Activation::sigmoid:
+      return sigmoid(x);
+    case Activation::tanh:
+      return epoch::tanh(x);
+    case Activation::hard_sigmoid:
+      return hard_sigmoid(x);
+  }
+  return x;
+}
+
+std::string Act::describe() const {
+  switch (kind_) {
+    case Activation::relu:
+      return "ReLU";
+    case Activation::sigmoid:
+      return "Sigmoid";
+    case Activation::tanh:
+      return "Tanh";
+    case Activation::hard_sigmoid:
+      return "HardSigmoid";
+  }
+  return "?";
+}
+
+std::shared_ptr<Pool2d> Pool2d::max(std::int64_t k) {
+  ops::Pool2dParams p;
+  p.kernel_h = p.kernel_w = p.stride_h = p.stride_w = k;
+  return std::make_shared<Pool2d>(PoolKind::max, p);
+}
+
+std::shared_ptr<Pool2d> Pool2d::max_same(std::int64_t k, std::int64_t stride, std::int64_t in_h,
+                                         std::int64_t in_w) {
+  auto total_pad = [&](std::int64_t in) {
+    const std::int64_t out = (in + stride - 1) / stride;
+    return std::max<std::int64_t>((out - 1) * stride + k - in, 0);
+  };
+  ops::Pool2dParams p;
+  p.kernel_h = p.kernel_w = k;
+  p.stride_h = p.stride_w = stride;
+  const std::int64_t ph = total_pad(in_h), pw = total_pad(in_w);
+  p.pad_top = ph / 2;
+  p.pad_bottom = ph - ph / 2;
+  p.pad_left = pw / 2;
+  p.pad_right = pw - pw / 2;
+  return std::make_shared<Pool2d>(PoolKind::max, p);
+}
+
+Tensor Pool2d::forward(const Tensor& x) {
+  return kind_ == PoolKind::max ? max_pool2d(x, params_) : avg_pool2d(x, params_);
+}
+
+Shape Pool2d::output_shape(const Shape& in) const {
+  expect_chw(in, "Pool2d");
+  return {in[0],
+          ops::pool_out_size(in[1], params_.kernel_h, params_.stride_h, params_.pad_top,
+                             params_.pad_bottom),
+          ops::pool_out_size(in[2], params_.kernel_w, params_.stride_w, params_.pad_left,
+                             params_.pad_right)};
+}
+
+std::int64_t Pool2d::flops(const Shape& in) const {
+  return shape_numel(output_shape(in)) * params_.kernel_h * params_.kernel_w;
+}
+
+std::string Pool2d::describe() const {
+  std::ostringstream os;
+  os << (kind_ == PoolKind::max ? "MaxPool2d(" : "AvgPool2d(")
+     << fmt_kernel(params_.kernel_h, params_.kernel_w) << ", stride " << params_.stride_h;
+  if (params_.pad_top || params_.pad_bottom || params_.pad_left || params_.pad_right)
+    os << ", pad " << params_.pad_top << "/" << params_.pad_bottom << "/" << params_.pad_left
+       << "/" << params_.pad_right;
+  os << ")";
+  return os.str();
+}
+
+Tensor GlobalAvgPool2d::forward(const Tensor& x) { return global_avg_pool2d(x); }
+
+Shape GlobalAvgPool2d::output_shape(const Shape& in) const {
+  expect_chw(in, "GlobalAvgPool2d");
+  return {in[0]};
+}
+
+Tensor Flatten::forward(const Tensor& x) { return flatten(x); }
+
+Shape Flatten::output_shape(const Shape& in) const { return {shape_numel(in)}; }
+
+Dropout::Dropout(float p) : p_(p) {
+  EPOCH_CHECK(p >= 0.0f && p < 1.0f, "Dropout rate must be in [0, 1), got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training(), seed_, key_); }
+
+std::string Dropout::describe() const {
+  std::ostringstream os;
+  os << "Dropout(" << p_ << ")";
+  return os.str();
+}
+
+BatchNorm::BatchNorm(std::int64_t channels, float momentum, float eps)
+    : momentum_(momentum), eps_(eps) {
+  weight = Tensor::full({channels}, 1.0f);
+  bias = Tensor::zeros({channels});
+  running_mean = Tensor::zeros({channels});
+  running_var = Tensor::full({channels}, 1.0f);
+  register_parameter("weight", &weight);
+  register_parameter("bias", &bias);
+  register_buffer("running_mean", &running_mean);
+  register_buffer("running_var", &running_var);
+}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+  return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
+}
+
+std::int64_t BatchNorm::flops(const Shape& in) const { return 2 * shape_numel(in); }
+
+std::string BatchNorm::describe() const {
+  return "BatchNorm(" + std::to_string(weight.size(0)) + ")";
+}
+
+Tensor Lrn::forward(const Tensor& x) { return lrn(x, params_); }
+
+std::int64_t Lrn::flops(const Shape& in) const { return shape_numel(in) * (2 * params_.size + 4); }
+
+std::string Lrn::describe() const {
+  std::ostringstream os;
+  os << "LRN(size " << params_.size << ", alpha " << params_.alpha << ", beta " << params_.beta
+     << ", k " << params_.k << ")";
+  return os.str();
+}
+
+void initialize(Module& module, std::uint64_t seed) {
+  auto hash = [](const std::string& s) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+  };
+  for (auto& [name, t] : module.parameters()) {
+    Tensor host = Tensor::empty(t.shape());
+    float* p = host.f32();
+    const bool is_bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
+    if (is_bias) {
+      std::fill_n(p, host.numel(), 0.0f);
+    } else if (t.ndim() == 1) {
+      std::fill_n(p, host.numel(), 1.0f);
+    } else {
+      const std::int64_t receptive = t.numel() / (t.size(0) * t.size(1));
+      const double fan_in = static_cast<double>(t.size(1) * receptive);
+      const double fan_out = static_cast<double>(t.size(0) * receptive);
+      const float bound = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
+      RandomStream rng(seed, hash(name));
+      for (std::int64_t i = 0; i < host.numel(); ++i) p[i] = rng.uniform(-bound, bound);
+    }
+    Tensor target = t;
+    target.copy_from(host);
+  }
+}
+
+}  // namespace epoch::nn

@@ -1,0 +1,127 @@
+// Module bookkeeping: registration, recursive traversal by path, train/eval, device moves.
+#include "epoch/nn/module.h"
+
+#include <functional>
+
+#include "epoch/tensor/random.h"
+
+namespace epoch::nn {
+namespace {
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+std::uint64_t path_hash(const std::string& path) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : path) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+}  // namespace
+
+void Module::register_parameter(const std::string& name, Tensor* tensor) {
+  EPOCH_CHECK(tensor != nullptr && tensor->defined(), "parameter '", name, "' is undefined");
+  tensor->set_requires_grad(true);
+  params_.emplace_back(name, tensor);
+}
+
+void Module::register_buffer(const std::string& name, Tensor* tensor) {
+  EPOCH_CHECK(tensor != nullptr && tensor->defined(), "buffer '", name, "' is undefined");
+  buffers_.emplace_back(name, tensor);
+}
+
+void Module::register_module(const std::string& name, std::shared_ptr<Module> module) {
+  EPOCH_CHECK(module != nullptr, "child module '", name, "' is null");
+  children_.emplace_back(name, std::move(module));
+}
+
+void Module::collect(const std::string& prefix, bool params, NamedTensors& out) const {
+  for (const auto& [name, t] : params ? params_ : buffers_) out.emplace_back(join(prefix, name), *t);
+  for (const auto& [name, child] : children_) child->collect(join(prefix, name), params, out);
+}
+
+NamedTensors Module::parameters() const {
+  NamedTensors out;
+  collect("", true, out);
+  return out;
+}
+
+NamedTensors Module::buffers() const {
+  NamedTensors out;
+  collect("", false, out);
+  return out;
+}
+
+NamedTensors Module::state() const {
+  NamedTensors out = parameters();
+  collect("", false, out);
+  return out;
+}
+
+std::int64_t Module::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& [name, t] : parameters()) n += t.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::set_step_seed(std::uint64_t seed, std::uint64_t step) {
+  set_step_seed_at("", seed, step);
+}
+
+void Module::set_step_seed_at(const std::string& path, std::uint64_t seed, std::uint64_t step) {
+  on_step_seed(seed, mix64(path_hash(path), step));
+  for (auto& [name, child] : children_) child->set_step_seed_at(join(path, name), seed, step);
+}
+
+void Module::rebind(const std::function<Tensor(const std::string&, const Tensor&)>& visit_param,
+                    const std::function<Tensor(const std::string&, const Tensor&)>& visit_buffer) {
+  std::function<void(Module&, const std::string&)> walk = [&](Module& m, const std::string& prefix) {
+    for (auto& [name, t] : m.params_) *t = visit_param(join(prefix, name), *t);
+    for (auto& [name, t] : m.buffers_) *t = visit_buffer(join(prefix, name), *t);
+    for (auto& [name, child] : m.children_) walk(*child, join(prefix, name));
+  };
+  walk(*this, "");
+}
+
+void Module::to(Device device) {
+  rebind(
+      [&](const std::string&, const Tensor& t) {
+        Tensor moved = t.detach().to(device);
+        if (moved.storage() == t.storage()) return t;
+        moved.set_requires_grad(true);
+        return moved;
+      },
+      [&](const std::string&, const Tensor& t) { return t.to(device); });
+}
+
+Sequential& Sequential::add(std::shared_ptr<Module> module) {
+  register_module(std::to_string(children().size()), std::move(module));
+  return *this;
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (const auto& [name, child] : children()) h = child->forward(h);
+  return h;
+}
+
+Shape Sequential::output_shape(const Shape& input) const {
+  Shape s = input;
+  for (const auto& [name, child] : children()) s = child->output_shape(s);
+  return s;
+}
+
+std::int64_t Sequential::flops(const Shape& input) const {
+  std::int64_t total = 0;
+  Shape s = input;
+  for (const auto& [name, child] : children()) {
+    total += child->flops(s);
+    s = child->output_shape(s);
+  }
+  return total;
+}
+
+}  // namespace epoch::nn

@@ -1,0 +1,88 @@
+// Checkpoint loading and prediction (see inference.h).
+#include "epoch/train/inference.h"
+
+#include "epoch/autograd/autograd.h"
+#include "epoch/data/idx.h"
+#include "epoch/data/image.h"
+#include "epoch/train/checkpoint.h"
+#include "epoch/train/evaluate.h"
+
+namespace epoch::train {
+
+TrainedModel load_trained_model(const std::string& checkpoint_path) {
+  const SafetensorsFile file = read_checkpoint(checkpoint_path);
+  TrainedModel t;
+  t.path = checkpoint_path;
+  t.model = models::build_model(metadata_at(file, "model"));
+  load_model_state(file, *t.model.net);
+  t.model.net->train(false);
+  try {
+    t.preprocessing = data::Preprocessing::from_json(metadata_at(file, "preprocessing"));
+    t.class_names = nlohmann::json::parse(metadata_at(file, "class_names")).get<std::vector<std::string>>();
+    t.config = TrainConfig::from_json(nlohmann::json::parse(metadata_at(file, "config")));
+    t.epoch = std::stoll(metadata_at(file, "epoch"));
+  } catch (const IoError&) {
+    throw;
+  } catch (const std::exception& e) {
+    EPOCH_THROW(IoError, checkpoint_path, ": invalid checkpoint metadata: ", e.what());
+  }
+  return t;
+}
+
+Tensor load_input_image(const std::string& input, const data::Preprocessing& pre) {
+  if (input.rfind("idx:", 0) == 0) {
+    const std::size_t colon = input.rfind(':');
+    EPOCH_CHECK(colon > 4, input, ": expected idx:PATH:INDEX");
+    const std::string path = input.substr(4, colon - 4);
+    std::int64_t index = -1;
+    try {
+      std::size_t used = 0;
+      index = std::stoll(input.substr(colon + 1), &used);
+      if (used != input.size() - colon - 1) index = -1;
+    } catch (const std::exception&) {
+      index = -1;
+    }
+    if (index < 0) EPOCH_THROW(ConfigError, input, ": INDEX must be a non-negative integer");
+    const Tensor images = data::read_idx(path);
+    if (images.ndim() != 3)
+      EPOCH_THROW(IoError, path, ": expected an IDX image file (N, H, W), got ",
+                  shape_str(images.shape()));
+    if (index >= images.size(0))
+      EPOCH_THROW(ConfigError, input, ": index ", index, " out of range (", images.size(0),
+                  " images)");
+    data::Image image;
+    image.height = images.size(1);
+    image.width = images.size(2);
+    image.channels = 1;
+    const std::uint8_t* src = images.data<std::uint8_t>() + index * image.height * image.width;
+    image.pixels.assign(src, src + image.height * image.width);
+    return data::image_to_chw(image, pre.channels, pre.height, pre.width);
+  }
+  return data::image_to_chw(data::read_png(input), pre.channels, pre.height, pre.width);
+}
+
+std::vector<Prediction> predict(TrainedModel& trained, const std::vector<std::string>& inputs) {
+  EPOCH_CHECK(trained.model.spec.task != models::Task::reconstruction, "model ",
+              trained.model.spec.name, " reconstructs images; it does not classify them");
+  const data::Preprocessing& pre = trained.preprocessing;
+  std::vector<Prediction> out;
+  autograd::NoGradGuard no_grad;
+  for (const std::string& input : inputs) {
+    const Tensor chw = load_input_image(input, pre);
+    const Tensor x = pre.apply(chw.view({1, pre.channels, pre.height, pre.width}));
+    const Tensor probs = output_probabilities(trained.model.spec.task, trained.model.net->forward(x));
+    Prediction p;
+    p.input = input;
+    p.probabilities = probs.to_vector();
+    p.class_index = std::max_element(p.probabilities.begin(), p.probabilities.end()) -
+                    p.probabilities.begin();
+    p.probability = p.probabilities[static_cast<std::size_t>(p.class_index)];
+    p.class_name = p.class_index < static_cast<std::int64_t>(trained.class_names.size())
+                       ? trained.class_names[static_cast<std::size_t>(p.class_index)]
+                       : std::to_string(p.class_index);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace epoch::train

@@ -1,0 +1,389 @@
+// The training loop (see trainer.h): one step = assemble batch, forward, loss, backward,
+// optimizer update; per epoch: evaluate, log, checkpoint atomically.
+#include "epoch/train/trainer.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "epoch/autograd/autograd.h"
+#include "epoch/data/dataset.h"
+#include "epoch/models/zoo.h"
+#include "epoch/nn/flat_parameters.h"
+#include "epoch/nn/layers.h"
+#include "epoch/ops/backend.h"
+#include "epoch/ops/elementwise.h"
+#include "epoch/train/checkpoint.h"
+#include "epoch/train/evaluate.h"
+#include "epoch/train/metrics_log.h"
+#include "epoch/train/progress.h"
+
+namespace epoch::train {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+Determinism parse_determinism(const std::string& s) {
+  if (s == "fast") return Determinism::fast;
+  if (s == "reproducible") return Determinism::reproducible;
+  if (s == "strict") return Determinism::strict;
+  EPOCH_THROW(ConfigError, "unknown determinism '", s, "' (valid: fast, reproducible, strict)");
+}
+
+const char* determinism_name(Determinism d) {
+  switch (d) {
+    case Determinism::fast:
+      return "fast";
+    case Determinism::reproducible:
+      return "reproducible";
+    case Determinism::strict:
+      return "strict";
+  }
+  return "?";
+}
+
+TrainConfig::TrainConfig() {
+  optimizer = optim::optimizer_defaults("adam");
+  optimizer.lr = 1e-3f;
+  schedule.name = "cosine";
+}
+
+json TrainConfig::to_json() const {
+  return json{{"model", model},
+              {"data", data},
+              {"epochs", epochs},
+              {"batch_size", batch_size},
+              {"optimizer",
+               {{"name", optimizer.name},
+                {"lr", optimizer.lr},
+                {"momentum", optimizer.momentum},
+                {"nesterov", optimizer.nesterov},
+                {"weight_decay", optimizer.weight_decay},
+                {"beta1", optimizer.beta1},
+                {"beta2", optimizer.beta2},
+                {"eps", optimizer.eps},
+                {"alpha", optimizer.alpha}}},
+              {"schedule",
+               {{"name", schedule.name},
+                {"warmup_steps", schedule.warmup_steps},
+                {"step_size", schedule.step_size},
+                {"gamma", schedule.gamma},
+                {"min_lr", schedule.min_lr}}},
+              {"threads", threads},
+              {"seed", seed},
+              {"determinism", determinism_name(determinism)},
+              {"eval_batch_size", eval_batch_size},
+              {"log_every", log_every},
+              {"limit_train", limit_train},
+              {"limit_test", limit_test},
+              {"synthetic_count", synthetic_count}};
+}
+
+TrainConfig TrainConfig::from_json(const json& j) {
+  TrainConfig c;
+  try {
+    c.model = j.at("model").get<std::string>();
+    c.data = j.at("data").get<std::string>();
+    c.epochs = j.at("epochs").get<std::int64_t>();
+    c.batch_size = j.at("batch_size").get<std::int64_t>();
+    const json& o = j.at("optimizer");
+    c.optimizer = optim::optimizer_defaults(o.at("name").get<std::string>());
+    c.optimizer.lr = o.at("lr").get<float>();
+    c.optimizer.momentum = o.at("momentum").get<float>();
+    c.optimizer.nesterov = o.at("nesterov").get<bool>();
+    c.optimizer.weight_decay = o.at("weight_decay").get<float>();
+    c.optimizer.beta1 = o.at("beta1").get<float>();
+    c.optimizer.beta2 = o.at("beta2").get<float>();
+    c.optimizer.eps = o.at("eps").get<float>();
+    c.optimizer.alpha = o.at("alpha").get<float>();
+    const json& s = j.at("schedule");
+    c.schedule.name = s.at("name").get<std::string>();
+    c.schedule.warmup_steps = s.at("warmup_steps").get<std::int64_t>();
+    c.schedule.step_size = s.at("step_size").get<std::int64_t>();
+    c.schedule.gamma = s.at("gamma").get<float>();
+    c.schedule.min_lr = s.at("min_lr").get<float>();
+    c.threads = j.at("threads").get<int>();
+    c.seed = j.at("seed").get<std::uint64_t>();
+    c.determinism = parse_determinism(j.at("determinism").get<std::string>());
+    c.eval_batch_size = j.at("eval_batch_size").get<std::int64_t>();
+    c.log_every = j.at("log_every").get<std::int64_t>();
+    c.limit_train = j.at("limit_train").get<std::int64_t>();
+    c.limit_test = j.at("limit_test").get<std::int64_t>();
+    c.synthetic_count = j.at("synthetic_count").get<std::int64_t>();
+  } catch (const json::exception& e) {
+    EPOCH_THROW(ConfigError, "stored run configuration is invalid: ", e.what());
+  }
+  return c;
+}
+
+json TrainResult::to_json() const {
+  json j{{"run_dir", run_dir},       {"checkpoint", checkpoint}, {"epochs", epochs},
+         {"steps", steps},           {"train_loss", train_loss}, {"test_loss", test_loss},
+         {"images_per_s", images_per_s}, {"wall_s", wall_s}};
+  j["test_accuracy"] = test_accuracy >= 0 ? json(test_accuracy) : json(nullptr);
+  return j;
+}
+
+namespace {
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+std::string default_run_dir(const std::string& model) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return "runs/" + model + "-" + stamp;
+}
+
+void check_config(const TrainConfig& c) {
+  if (c.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.epochs);
+  if (c.batch_size < 1) EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.batch_size);
+  if (c.eval_batch_size < 1) EPOCH_THROW(ConfigError, "eval batch size must be at least 1");
+  if (!(c.optimizer.lr > 0.0f) || !std::isfinite(c.optimizer.lr))
+    EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
+  if (c.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.threads);
+}
+
+struct Data {
+  data::ImageDataset train, test;
+};
+
+data::ImageDataset take_first(const data::ImageDataset& d, std::int64_t limit) {
+  if (limit <= 0 || limit >= d.images.size(0)) return d;
+  data::ImageDataset out = d;
+  out.images = d.images.narrow0(0, limit);
+  out.labels = d.labels.narrow0(0, limit);
+  return out;
+}
+
+Data load_data(const TrainConfig& c, const models::ModelSpec& spec) {
+  Data d;
+  if (c.data == "synthetic") {
+    const std::int64_t classes = spec.task == models::Task::classification ? spec.outputs : 2;
+    d.train = data::make_synthetic_dataset(c.synthetic_count, spec.input[0], spec.input[1],
+                                           spec.input[2], classes, c.seed);
+    d.test = data::make_synthetic_dataset(std::max<std::int64_t>(c.synthetic_count / 4, 1),
+                                          spec.input[0], spec.input[1], spec.input[2], classes,
+                                          c.seed + 1000003);
+  } else {
+    std::string dir = c.data.empty() ? data::default_fashion_mnist_dir() : c.data;
+    if (dir.empty())
+      EPOCH_THROW(IoError, "Fashion-MNIST not found: install Debian's dataset-fashion-mnist "
+                           "package (make deps) or pass --data DIR");
+    d.train = data::load_mnist_format(dir, "train");
+    d.test = data::load_mnist_format(dir, "test");
+  }
+  d.train = take_first(d.train, c.limit_train);
+  d.test = take_first(d.test, c.limit_test);
+  const Shape sample{d.train.images.size(1), d.train.images.size(2), d.train.images.size(3)};
+  if (sample != spec.input)
+    EPOCH_THROW(ConfigError, "model ", spec.name, " expects inputs ", shape_str(spec.input),
+                " but the data ", d.train.source, " has ", shape_str(sample));
+  if (spec.task == models::Task::classification && d.train.num_classes > spec.outputs)
+    EPOCH_THROW(ConfigError, "model ", spec.name, " has ", spec.outputs,
+                " outputs but the data has ", d.train.num_classes, " classes");
+  if (spec.task == models::Task::binary && d.train.num_classes != 2)
+    EPOCH_THROW(ConfigError, "model ", spec.name, " is binary but the data has ",
+                d.train.num_classes, " classes");
+  return d;
+}
+
+data::Preprocessing preprocessing_for(const models::ModelSpec& spec) {
+  data::Preprocessing p;
+  p.rescale = 1.0f / 255.0f;
+  p.channels = spec.input[0];
+  p.height = spec.input[1];
+  p.width = spec.input[2];
+  return p;
+}
+
+std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
+                                                       const data::Preprocessing& pre,
+                                                       const data::ImageDataset& train_data,
+                                                       std::int64_t epoch, std::int64_t step,
+                                                       const EvalResult& eval) {
+  return {{"model", c.model},
+          {"preprocessing", pre.to_json()},
+          {"class_names", json(train_data.class_names).dump()},
+          {"epoch", std::to_string(epoch)},
+          {"step", std::to_string(step)},
+          {"seed", std::to_string(c.seed)},
+          {"determinism", determinism_name(c.determinism)},
+          {"config", c.to_json().dump()},
+          {"test_loss", std::to_string(eval.loss)},
+          {"test_accuracy", std::to_string(eval.accuracy)},
+          {"epoch_version", EPOCH_VERSION}};
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  TrainConfig c = requested;
+  TrainResult result;
+  result.run_dir = c.out_dir.empty() ? default_run_dir(c.model) : c.out_dir;
+  const fs::path run_dir = result.run_dir;
+  const fs::path ckpt_dir = run_dir / "checkpoints";
+  const fs::path last_ckpt = ckpt_dir / "last.safetensors";
+
+  // Resuming: the stored configuration wins, except for the epoch count and threads.
+  SafetensorsFile resume_file;
+  std::int64_t start_epoch = 0, global_step = 0;
+  if (c.resume) {
+    if (!fs::exists(last_ckpt))
+      EPOCH_THROW(IoError, last_ckpt.string(), ": no checkpoint to resume from");
+    resume_file = read_checkpoint(last_ckpt.string());
+    TrainConfig stored =
+        TrainConfig::from_json(json::parse(metadata_at(resume_file, "config"), nullptr, false));
+    stored.epochs = requested.epochs;
+    stored.threads = requested.threads;
+    stored.out_dir = c.out_dir;
+    stored.resume = true;
+    stored.progress_interactive = requested.progress_interactive;
+    stored.quiet = requested.quiet;
+    c = stored;
+    start_epoch = std::stoll(metadata_at(resume_file, "epoch"));
+    global_step = std::stoll(metadata_at(resume_file, "step"));
+  } else if (fs::exists(last_ckpt)) {
+    EPOCH_THROW(ConfigError, run_dir.string(),
+                " already holds a run: pass --resume to continue it or choose another --out");
+  }
+  check_config(c);
+
+  ops::set_num_threads(c.threads);
+  ops::set_cpu_kernels(c.determinism == Determinism::strict ? ops::CpuKernels::reference
+                                                            : ops::CpuKernels::fast);
+
+  models::Model model = models::build_model(c.model);
+  const models::ModelSpec& spec = model.spec;
+  Data data = load_data(c, spec);
+  const data::Preprocessing pre = preprocessing_for(spec);
+
+  nn::initialize(*model.net, c.seed);
+  nn::FlatParameters flat = nn::flatten_parameters(*model.net);
+  std::unique_ptr<optim::Optimizer> optimizer = optim::make_optimizer(c.optimizer, model.net->parameters());
+
+  const std::int64_t n_train = data.train.images.size(0);
+  const std::int64_t steps_per_epoch = (n_train + c.batch_size - 1) / c.batch_size;
+  optim::ScheduleConfig sched = c.schedule;
+  sched.base_lr = c.optimizer.lr;
+  sched.total_steps = steps_per_epoch * c.epochs;
+  std::unique_ptr<optim::LrSchedule> schedule = optim::make_schedule(sched);
+
+  if (c.resume) {
+    load_model_state(resume_file, *model.net);
+    load_optimizer_state(resume_file, *optimizer);
+  }
+  if (start_epoch >= c.epochs)
+    EPOCH_THROW(ConfigError, run_dir.string(), " already completed ", start_epoch,
+                " epochs; pass a larger --epochs to continue");
+
+  std::error_code ec;
+  fs::create_directories(ckpt_dir, ec);
+  if (ec) EPOCH_THROW(IoError, ckpt_dir.string(), ": cannot create: ", ec.message());
+  {
+    json cfg = c.to_json();
+    cfg["model_parameters"] = model.net->parameter_count();
+    cfg["threads_used"] = ops::num_threads();
+    cfg["epoch_version"] = EPOCH_VERSION;
+    std::ofstream out(run_dir / "config.json");
+    out << cfg.dump(2) << "\n";
+    if (!out) EPOCH_THROW(IoError, (run_dir / "config.json").string(), ": write failed");
+  }
+  MetricsLog metrics((run_dir / "metrics.jsonl").string());
+  Progress progress(progress_out, c.progress_interactive);
+  data::BatchAssembler assembler(data.train, pre);
+
+  double train_seconds = 0.0;
+  std::int64_t images_this_run = 0;
+  EvalResult eval;
+  for (std::int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
+    const std::vector<std::int64_t> order = data::epoch_order(n_train, c.seed, epoch, true);
+    model.net->train(true);
+    if (!c.quiet) progress.start_epoch(epoch + 1, c.epochs, steps_per_epoch);
+    const auto epoch_start = std::chrono::steady_clock::now();
+    double loss_sum = 0.0, window_sum = 0.0;
+    std::int64_t window_n = 0, images = 0;
+    for (std::int64_t s = 0; s < steps_per_epoch; ++s, ++global_step) {
+      const std::int64_t begin = s * c.batch_size;
+      const std::int64_t count = std::min(c.batch_size, n_train - begin);
+      const data::Batch& batch =
+          assembler.assemble(std::span<const std::int64_t>(order.data() + begin, static_cast<std::size_t>(count)));
+      model.net->set_step_seed(c.seed, static_cast<std::uint64_t>(global_step));
+      optimizer->set_lr(schedule->lr_at(global_step));
+      ops::fill_(flat.grads, 0.0f);
+      Tensor out = model.net->forward(batch.images);
+      Tensor loss = models::model_loss(spec.task, out, batch.images, batch.labels);
+      loss.backward();
+      optimizer->step();
+      const double lv = loss.item();
+      if (!std::isfinite(lv))
+        EPOCH_THROW(NumericalError, "loss became ", lv, " at epoch ", epoch + 1, " step ", s + 1,
+                    " (lr ", optimizer->lr(), "); the last good checkpoint is ",
+                    fs::exists(last_ckpt) ? last_ckpt.string() : std::string("(none yet)"));
+      loss_sum += lv;
+      window_sum += lv;
+      ++window_n;
+      images += count;
+      if (!c.quiet) progress.update(s + 1, images, window_sum / static_cast<double>(window_n));
+      if (c.log_every > 0 && (global_step + 1) % c.log_every == 0) {
+        metrics.write({{"kind", "step"}, {"epoch", epoch + 1}, {"step", global_step + 1},
+                       {"loss", window_sum / static_cast<double>(window_n)},
+                       {"lr", optimizer->lr()}});
+        window_sum = 0.0;
+        window_n = 0;
+      }
+    }
+    const double epoch_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    train_seconds += epoch_s;
+    images_this_run += images;
+    result.train_loss = loss_sum / static_cast<double>(steps_per_epoch);
+
+    eval = evaluate(*model.net, spec.task, data.test, pre, c.eval_batch_size);
+    const double ips = static_cast<double>(images) / epoch_s;
+    json record{{"kind", "epoch"},           {"epoch", epoch + 1},
+                {"step", global_step},       {"train_loss", result.train_loss},
+                {"test_loss", eval.loss},    {"images_per_s", ips},
+                {"epoch_s", epoch_s},        {"peak_rss_mib", peak_rss_mib()}};
+    record["test_accuracy"] = eval.accuracy >= 0 ? json(eval.accuracy) : json(nullptr);
+    metrics.write(record);
+
+    const auto meta = checkpoint_metadata(c, pre, data.train, epoch + 1, global_step, eval);
+    const fs::path epoch_ckpt = ckpt_dir / ("epoch-" + std::to_string(epoch + 1) + ".safetensors");
+    save_checkpoint(epoch_ckpt.string(), *model.net, optimizer.get(), meta);
+    save_checkpoint(last_ckpt.string(), *model.net, optimizer.get(), meta);
+    result.checkpoint = last_ckpt.string();
+
+    if (!c.quiet) {
+      char line[256];
+      if (eval.accuracy >= 0)
+        std::snprintf(line, sizeof line, "epoch %lld: train loss %.4f | test loss %.4f | test accuracy %.2f%% | %.0f img/s",
+                      static_cast<long long>(epoch + 1), result.train_loss, eval.loss,
+                      100.0 * eval.accuracy, ips);
+      else
+        std::snprintf(line, sizeof line, "epoch %lld: train loss %.5f | test loss %.5f | %.0f img/s",
+                      static_cast<long long>(epoch + 1), result.train_loss, eval.loss, ips);
+      progress.end_epoch(line);
+    }
+  }
+  result.epochs = c.epochs;
+  result.steps = global_step;
+  result.test_loss = eval.loss;
+  result.test_accuracy = eval.accuracy;
+  result.images_per_s = train_seconds > 0 ? static_cast<double>(images_this_run) / train_seconds : 0;
+  result.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+}  // namespace epoch::train
