@@ -1,0 +1,378 @@
+// Reading and atomically writing safetensors files. The reader trusts nothing: every length,
+// offset and shape in the header is checked against the file before a byte is allocated.
+#include "epoch/tensor/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace epoch {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; a big-endian host needs byte swapping here");
+
+using OrderedJson = nlohmann::ordered_json;
+
+constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the limit other readers apply too
+constexpr const char* kMetadataKey = "__metadata__";
+
+[[noreturn]] void fail(const std::string& path, const std::string& problem) {
+  throw IoError(path + ": " + problem);
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+const char* safetensors_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return "F32";
+    case DType::i32:
+      return "I32";
+    case DType::u8:
+      return "U8";
+  }
+  return "?";
+}
+
+bool parse_dtype(const std::string& name, DType* dtype) {
+  if (name == "F32") {
+    *dtype = DType::f32;
+  } else if (name == "I32") {
+    *dtype = DType::i32;
+  } else if (name == "U8") {
+    *dtype = DType::u8;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// A file descriptor closed on scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  /// Closes now, returning close()'s errno (0 on success).
+  int close_now() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc == 0 ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+// ---------------------------------------------------------------- writing
+
+/// Writes all n bytes or returns the errno of the failure (0 on success).
+int write_all(int fd, const void* data, std::size_t n) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, std::min<std::size_t>(n, std::size_t{1} << 30));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (w == 0) return EIO;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return 0;
+}
+
+/// The temporary file a save writes into; removed on scope exit unless it was renamed.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& target) {
+    static std::atomic<unsigned> counter{0};
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      path_ = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd_ >= 0 || errno != EEXIST) break;
+    }
+    if (fd_ < 0) fail(target, "cannot create a temporary file beside it: " + errno_text(errno));
+  }
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  void write(const std::string& target, const void* data, std::size_t n) {
+    if (const int err = write_all(fd_, data, n))
+      fail(target, "write failed: " + errno_text(err) + " (the previous file is unchanged)");
+  }
+  /// fsync, close and rename over `target`, then fsync the directory.
+  void commit(const std::string& target) {
+    if (::fsync(fd_) != 0) fail(target, "fsync failed: " + errno_text(errno));
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) fail(target, "close failed: " + errno_text(errno));
+    if (::rename(path_.c_str(), target.c_str()) != 0)
+      fail(target, "cannot rename the temporary file over it: " + errno_text(errno));
+    renamed_ = true;
+    std::string dir = std::filesystem::path(target).parent_path().string();
+    if (dir.empty()) dir = ".";
+    Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dfd.get() < 0) fail(target, "saved, but cannot open its directory to fsync it");
+    // Some file systems cannot fsync a directory (EINVAL); the rename is then as durable as
+    // they make it.
+    if (::fsync(dfd.get()) != 0 && errno != EINVAL)
+      fail(target, "saved, but fsync of its directory failed: " + errno_text(errno));
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool renamed_ = false;
+};
+
+// ---------------------------------------------------------------- reading
+
+/// Reads exactly n bytes at `offset` or fails naming what was being read.
+void read_exact(const std::string& path, int fd, std::uint64_t offset, void* out, std::size_t n,
+                const char* what) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t r =
+        ::pread(fd, p, std::min<std::size_t>(n, std::size_t{1} << 30), static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail(path, std::string("cannot read ") + what + ": " + errno_text(errno));
+    }
+    if (r == 0) fail(path, std::string("file ended while reading ") + what);
+    p += r;
+    offset += static_cast<std::uint64_t>(r);
+    n -= static_cast<std::size_t>(r);
+  }
+}
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::uint64_t begin;
+  std::uint64_t end;
+  std::size_t header_index;
+};
+
+Entry parse_entry(const std::string& path, const std::string& name, const OrderedJson& info,
+                  std::size_t index) {
+  const std::string where = "tensor \"" + name + "\"";
+  if (!info.is_object()) fail(path, where + ": header entry is not an object");
+  for (const char* field : {"dtype", "shape", "data_offsets"}) {
+    if (!info.contains(field)) fail(path, where + ": missing field \"" + field + "\"");
+  }
+  Entry e{name, DType::f32, {}, 0, 0, index};
+  const OrderedJson& dtype = info["dtype"];
+  if (!dtype.is_string()) fail(path, where + ": \"dtype\" is not a string");
+  if (!parse_dtype(dtype.get<std::string>(), &e.dtype))
+    fail(path, where + ": unsupported dtype \"" + dtype.get<std::string>() +
+                   "\" (epoch reads F32, I32 and U8)");
+
+  const OrderedJson& shape = info["shape"];
+  if (!shape.is_array()) fail(path, where + ": \"shape\" is not an array");
+  std::uint64_t numel = 1;
+  for (const OrderedJson& d : shape) {
+    if (!d.is_number_unsigned())
+      fail(path, where + ": shape entries must be non-negative integers, got " + d.dump());
+    const auto dim = d.get<std::uint64_t>();
+    if (dim > static_cast<std::uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, dim, &numel))
+      fail(path, where + ": shape " + shape.dump() + " is absurdly large");
+    e.shape.push_back(static_cast<std::int64_t>(dim));
+  }
+
+  const OrderedJson& offsets = info["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned())
+    fail(path,
+         where + ": \"data_offsets\" must be two non-negative integers, got " + offsets.dump());
+  e.begin = offsets[0].get<std::uint64_t>();
+  e.end = offsets[1].get<std::uint64_t>();
+  if (e.end < e.begin)
+    fail(path, where + ": data_offsets " + offsets.dump() + " end before they begin");
+  std::uint64_t nbytes = 0;
+  if (__builtin_mul_overflow(numel, static_cast<std::uint64_t>(dtype_size(e.dtype)), &nbytes) ||
+      nbytes != e.end - e.begin)
+    fail(path, where + ": shape " + shape.dump() + " of " + dtype.get<std::string>() + " needs " +
+                   std::to_string(numel * dtype_size(e.dtype)) + " bytes, but data_offsets " +
+                   offsets.dump() + " hold " + std::to_string(e.end - e.begin));
+  return e;
+}
+
+}  // namespace
+
+const Tensor* SafetensorsFile::find(const std::string& name) const {
+  for (const NamedTensor& t : tensors)
+    if (t.name == name) return &t.tensor;
+  return nullptr;
+}
+
+const Tensor& SafetensorsFile::at(const std::string& name) const {
+  const Tensor* t = find(name);
+  if (t == nullptr) EPOCH_THROW(IoError, source, ": no tensor named \"", name, "\"");
+  return *t;
+}
+
+void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  // Everything that can be wrong with the arguments is found before the temporary file exists.
+  EPOCH_CHECK(!path.empty(), "save_safetensors: empty path");
+  std::set<std::string> names;
+  OrderedJson header = OrderedJson::object();
+  if (!metadata.empty()) {
+    OrderedJson meta = OrderedJson::object();
+    for (const auto& [key, value] : metadata) meta[key] = value;
+    header[kMetadataKey] = std::move(meta);
+  }
+  std::uint64_t offset = 0;
+  for (const NamedTensor& t : tensors) {
+    EPOCH_CHECK(!t.name.empty(), "save_safetensors(", path, "): empty tensor name");
+    EPOCH_CHECK(t.name != kMetadataKey, "save_safetensors(", path, "): the name \"", kMetadataKey,
+                "\" is reserved");
+    EPOCH_CHECK(names.insert(t.name).second, "save_safetensors(", path,
+                "): duplicate tensor name \"", t.name, "\"");
+    EPOCH_CHECK(t.tensor.defined(), "save_safetensors(", path, "): tensor \"", t.name,
+                "\" is undefined");
+    const std::uint64_t nbytes =
+        static_cast<std::uint64_t>(t.tensor.numel()) * dtype_size(t.tensor.dtype());
+    OrderedJson entry = OrderedJson::object();
+    entry["dtype"] = safetensors_dtype(t.tensor.dtype());
+    entry["shape"] = t.tensor.shape();
+    entry["data_offsets"] = {offset, offset + nbytes};
+    header[t.name] = std::move(entry);
+    offset += nbytes;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception&) {
+    EPOCH_THROW(InvalidArgument, "save_safetensors(", path,
+                "): a tensor name or metadata string is not valid UTF-8");
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  unsigned char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(text.size() >> (8 * i));
+
+  TempFile tmp(path);
+  tmp.write(path, length, sizeof(length));
+  tmp.write(path, text.data(), text.size());
+  for (const NamedTensor& t : tensors) {
+    const Tensor host = t.tensor.to(Device::cpu()).contiguous();
+    tmp.write(path, host.raw(), static_cast<std::size_t>(host.numel()) * dtype_size(host.dtype()));
+  }
+  tmp.commit(path);
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail(path, "cannot open: " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail(path, "cannot stat: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a safetensors file");
+  if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  if (file_size < 8)
+    fail(path, "not a safetensors file: " + std::to_string(file_size) +
+                   " bytes, shorter than the 8-byte header length");
+
+  unsigned char length_bytes[8];
+  read_exact(path, fd.get(), 0, length_bytes, 8, "the header length");
+  std::uint64_t header_size = 0;
+  for (int i = 0; i < 8; ++i) header_size |= std::uint64_t{length_bytes[i]} << (8 * i);
+  if (header_size > kMaxHeaderBytes)
+    fail(path, "header length " + std::to_string(header_size) + " is absurd (limit " +
+                   std::to_string(kMaxHeaderBytes) + " bytes); not a safetensors file?");
+  if (header_size > file_size - 8)
+    fail(path, "header length " + std::to_string(header_size) + " exceeds the " +
+                   std::to_string(file_size - 8) + " bytes after it (truncated file?)");
+
+  std::string text(header_size, '\0');
+  read_exact(path, fd.get(), 8, text.data(), text.size(), "the header");
+  // The JSON parser keeps one of two equal keys silently; the callback notices the second.
+  std::set<std::string> top_keys;
+  std::string duplicate;
+  const auto note_keys = [&](int depth, nlohmann::json::parse_event_t event, OrderedJson& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
+        !top_keys.insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  OrderedJson header;
+  try {
+    header = OrderedJson::parse(text, note_keys);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail(path, "header is not a JSON object");
+  if (!duplicate.empty()) fail(path, "header names \"" + duplicate + "\" twice");
+
+  SafetensorsFile out;
+  out.source = path;
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == kMetadataKey) {
+      if (!it.value().is_object()) fail(path, "\"__metadata__\" is not an object");
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+        if (!m.value().is_string())
+          fail(path, "metadata \"" + m.key() + "\" is not a string: " + m.value().dump());
+        out.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    entries.push_back(parse_entry(path, it.key(), it.value(), entries.size()));
+  }
+
+  // The byte ranges must tile [0, data_size) exactly: no gaps, overlaps or trailing bytes.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.begin, a.end, a.header_index) < std::tie(b.begin, b.end, b.header_index);
+  });
+  const std::uint64_t data_size = file_size - 8 - header_size;
+  std::uint64_t covered = 0;
+  for (const Entry& e : entries) {
+    const std::string range = "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + ")";
+    if (e.end > data_size)
+      fail(path, "tensor \"" + e.name + "\": data_offsets " + range + " reach past the " +
+                     std::to_string(data_size) + " data bytes (truncated file?)");
+    if (e.begin < covered)
+      fail(path,
+           "tensor \"" + e.name + "\": data_offsets " + range + " overlap another tensor's bytes");
+    if (e.begin > covered)
+      fail(path, "tensor \"" + e.name + "\": data_offsets " + range + " leave a gap after byte " +
+                     std::to_string(covered));
+    covered = e.end;
+  }
+  if (covered != data_size)
+    fail(path, std::to_string(data_size - covered) + " trailing bytes after the last tensor");
+
+  const std::uint64_t data_start = 8 + header_size;
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, e.dtype);
+    read_exact(path, fd.get(), data_start + e.begin, t.raw(), e.end - e.begin,
+               ("tensor \"" + e.name + "\"").c_str());
+    out.tensors.push_back({e.name, std::move(t)});
+  }
+  return out;
+}
+
+}  // namespace epoch
