@@ -121,3 +121,19 @@ double objective(const std::function<Tensor(const std::vector<Tensor>&)>& f,
 }
 
 }  // namespace epoch::testing
+
+#include <stdlib.h>
+
+#include <filesystem>
+
+namespace epoch::testing {
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "epoch-test-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+}  // namespace epoch::testing

@@ -38,3 +38,19 @@ struct GradcheckOptions {
                                      std::vector<Tensor> inputs, const GradcheckOptions& opts = {});
 
 }  // namespace epoch::testing
+
+namespace epoch::testing {
+/// A fresh, empty directory under the system temporary directory, removed when destroyed.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+}  // namespace epoch::testing

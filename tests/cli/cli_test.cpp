@@ -1,0 +1,176 @@
+// The `epoch` binary as a user meets it: end-to-end train/eval/predict, and one clear error
+// line with a non-zero exit for every kind of bad input.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "epoch/data/image.h"
+#include "epoch/tensor/safetensors.h"
+#include "testing/testing.h"
+
+namespace epoch {
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Run run_epoch(const std::string& args, const testing::TempDir& dir) {
+  const std::string err_file = dir / "stderr.txt";
+  const std::string cmd = std::string(EPOCH_TEST_BINARY) + " " + args + " 2>" + err_file;
+  Run r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return r;
+}
+
+int count_lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// A failing command prints exactly one line on stderr, mentioning `needle`.
+void expect_one_line_error(const Run& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("[at "), std::string::npos) << "developer location leaked: " << r.err;
+}
+
+TEST(Cli, UsageErrorsAreOneLine) {
+  testing::TempDir dir;
+  expect_one_line_error(run_epoch("train --bogus", dir), 2, "--bogus");
+  expect_one_line_error(run_epoch("train --epochs 0", dir), 2, "--epochs");
+  expect_one_line_error(run_epoch("train --lr abc", dir), 2, "--lr");
+  expect_one_line_error(run_epoch("frobnicate", dir), 2, "frobnicate");
+}
+
+TEST(Cli, BadConfigurationIsOneLine) {
+  testing::TempDir dir;
+  expect_one_line_error(run_epoch("train --model nope --data synthetic --out " + (dir / "r"), dir),
+                        1, "unknown model 'nope'");
+  expect_one_line_error(
+      run_epoch("train --optimizer nadam --data synthetic --out " + (dir / "r"), dir), 1, "nadam");
+  expect_one_line_error(run_epoch("train --data " + (dir / "none") + " --out " + (dir / "r"), dir),
+                        1, dir / "none");
+  expect_one_line_error(run_epoch("train --determinism sloppy --out " + (dir / "r"), dir), 1,
+                        "sloppy");
+}
+
+TEST(Cli, CorruptDatasetIsOneLineNamingTheFile) {
+  testing::TempDir dir;
+  std::ofstream(dir / "train-images-idx3-ubyte") << "this is not an idx file";
+  std::ofstream(dir / "train-labels-idx1-ubyte") << "nor is this";
+  std::ofstream(dir / "t10k-images-idx3-ubyte") << "x";
+  std::ofstream(dir / "t10k-labels-idx1-ubyte") << "x";
+  const Run r = run_epoch("train --data " + dir.path() + " --out " + (dir / "r"), dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("idx"), std::string::npos) << r.err;
+}
+
+TEST(Cli, BadCheckpointIsOneLine) {
+  testing::TempDir dir;
+  expect_one_line_error(run_epoch("predict " + (dir / "missing.safetensors") + " a.png", dir), 1,
+                        "missing.safetensors");
+  std::ofstream(dir / "garbage.safetensors") << "garbage garbage garbage";
+  expect_one_line_error(run_epoch("eval " + (dir / "garbage.safetensors"), dir), 1,
+                        "garbage.safetensors");
+}
+
+TEST(Cli, TrainEvalPredictEndToEnd) {
+  testing::TempDir dir;
+  const std::string run = dir / "run";
+  const Run t = run_epoch("train --data synthetic --synthetic-count 512 --epochs 2 --batch-size 32 "
+                          "--threads 2 --out " + run + " --json",
+                          dir);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  ASSERT_EQ(count_lines(t.out), 1) << t.out;
+  const auto summary = nlohmann::json::parse(t.out);
+  for (const char* key : {"test_accuracy", "test_loss", "images_per_s", "wall_s"})
+    EXPECT_TRUE(summary.contains(key)) << key;
+  EXPECT_GT(summary["test_accuracy"].get<double>(), 0.5);
+
+  const std::string ckpt = run + "/checkpoints/last.safetensors";
+  const Run e = run_epoch("eval " + ckpt + " --json", dir);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(e.out)["test_accuracy"].get<double>(),
+                   summary["test_accuracy"].get<double>());
+
+  data::Image img;
+  img.width = img.height = 28;
+  img.channels = 1;
+  img.pixels.assign(28 * 28, 0);
+  for (int i = 0; i < 28 * 28; i += 3) img.pixels[static_cast<std::size_t>(i)] = 200;
+  data::write_png(dir / "sample.png", img);
+  const Run p = run_epoch("predict " + ckpt + " " + (dir / "sample.png") + " --json", dir);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const auto pj = nlohmann::json::parse(p.out);
+  EXPECT_TRUE(pj.contains("class"));
+  EXPECT_GT(pj["probability"].get<double>(), 0.0);
+
+  const Run resume_done = run_epoch("train --resume " + run + " --epochs 2", dir);
+  expect_one_line_error(resume_done, 1, "already completed 2 epochs");
+  expect_one_line_error(run_epoch("train --data synthetic --out " + run, dir), 1, "--resume");
+  expect_one_line_error(run_epoch("predict " + ckpt + " " + (dir / "nope.png"), dir), 1,
+                        "nope.png");
+}
+
+TEST(Cli, KilledRunKeepsItsLastCheckpoint) {
+  testing::TempDir dir;
+  const std::string run = dir / "run";
+  ASSERT_EQ(run_epoch("train --data synthetic --synthetic-count 256 --epochs 1 --quiet --out " + run,
+                      dir)
+                .exit_code,
+            0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string resume = "--resume=" + run;
+    execl(EPOCH_TEST_BINARY, EPOCH_TEST_BINARY, "train", resume.c_str(), "--epochs", "50",
+          "--quiet", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const SafetensorsFile last = load_safetensors(run + "/checkpoints/last.safetensors");
+  EXPECT_GE(std::stoi(last.metadata.at("epoch")), 1);
+  const Run e = run_epoch("eval " + run + "/checkpoints/last.safetensors", dir);
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+}
+
+TEST(Cli, ModelsInfoAndBench) {
+  testing::TempDir dir;
+  const Run m = run_epoch("models --json", dir);
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_EQ(nlohmann::json::parse(m.out).size(), 7u);
+  const Run i = run_epoch("info --json", dir);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_TRUE(nlohmann::json::parse(i.out).contains("gpus"));
+  const Run b = run_epoch("bench --model autoencoder --batch-size 16 --warmup 1 --steps 10 --json", dir);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_GT(nlohmann::json::parse(b.out)["train_images_per_s"].get<double>(), 0.0);
+  expect_one_line_error(run_epoch("bench --steps 3", dir), 1, "--steps");
+}
+
+}  // namespace
+}  // namespace epoch
