@@ -163,10 +163,6 @@ Shape Pool2d::output_shape(const Shape& in) const {
                              params_.pad_right)};
 }
 
-std::int64_t Pool2d::flops(const Shape& in) const {
-  return shape_numel(output_shape(in)) * params_.kernel_h * params_.kernel_w;
-}
-
 std::string Pool2d::describe() const {
   std::ostringstream os;
   os << (kind_ == PoolKind::max ? "MaxPool2d(" : "AvgPool2d(")
@@ -217,15 +213,11 @@ Tensor BatchNorm::forward(const Tensor& x) {
   return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
 }
 
-std::int64_t BatchNorm::flops(const Shape& in) const { return 2 * shape_numel(in); }
-
 std::string BatchNorm::describe() const {
   return "BatchNorm(" + std::to_string(weight.size(0)) + ")";
 }
 
 Tensor Lrn::forward(const Tensor& x) { return lrn(x, params_); }
-
-std::int64_t Lrn::flops(const Shape& in) const { return shape_numel(in) * (2 * params_.size + 4); }
 
 std::string Lrn::describe() const {
   std::ostringstream os;

@@ -69,7 +69,6 @@ class Pool2d : public Module {
                                           std::int64_t in_w);
   Tensor forward(const Tensor& x) override;
   Shape output_shape(const Shape& input) const override;
-  std::int64_t flops(const Shape& input) const override;
   std::string describe() const override;
 
  private:
@@ -116,7 +115,6 @@ class BatchNorm : public Module {
  public:
   explicit BatchNorm(std::int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
   Tensor forward(const Tensor& x) override;
-  std::int64_t flops(const Shape& input) const override;
   std::string describe() const override;
   Tensor weight, bias, running_mean, running_var;
 
@@ -129,7 +127,6 @@ class Lrn : public Module {
  public:
   explicit Lrn(const ops::LrnParams& params) : params_(params) {}
   Tensor forward(const Tensor& x) override;
-  std::int64_t flops(const Shape& input) const override;
   std::string describe() const override;
 
  private:

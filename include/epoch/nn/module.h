@@ -29,7 +29,8 @@ class Module {
 
   /// Per-sample output shape for a per-sample input shape (e.g. (C, H, W) -> (OC, OH, OW)).
   virtual Shape output_shape(const Shape& input) const { return input; }
-  /// Forward floating-point operations per sample (a multiply-add counts 2).
+  /// Forward multiply-adds x 2 per sample (convolutions and dense layers; the figure GFLOP/s
+  /// are computed from, as in BENCHMARKING.md).
   virtual std::int64_t flops(const Shape& /*input*/) const { return 0; }
   /// One line such as "Conv2d(1 -> 32, 3x3, pad 1)".
   virtual std::string describe() const = 0;
