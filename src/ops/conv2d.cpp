@@ -6,6 +6,10 @@
 #include "epoch/ops/backend.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_ONEDNN
+#include "cpu/conv2d_onednn.h"
+#endif
+
 namespace epoch::ops {
 namespace {
 
@@ -62,6 +66,13 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
   Tensor y = Tensor::empty({d.N, d.OC, d.OH, d.OW}, DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::conv2d_forward(d, xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr,
+                                    y.f32());
+        return y;
+      }
+#endif
       cpu::conv2d_forward(d, xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr, y.f32());
       return y;
     case DeviceType::cuda:
@@ -85,6 +96,14 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
   if (has_bias) g.db = Tensor::empty({d.OC}, DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(),
+                                     need_dx ? g.dx.f32() : nullptr, g.dw.f32(),
+                                     has_bias ? g.db.f32() : nullptr);
+        return g;
+      }
+#endif
       cpu::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
                            g.dw.f32(), has_bias ? g.db.f32() : nullptr);
       return g;
