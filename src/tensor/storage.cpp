@@ -17,7 +17,7 @@ Storage::~Storage() {
   if (device_.is_cpu())
     cpu_allocator::release(data_, nbytes_);
   else
-    cuda_memory::release(data_, device_.index);
+    cuda_memory::release(data_, nbytes_, device_.index);
 }
 
 namespace memory {
@@ -40,6 +40,9 @@ std::size_t cpu_bytes_reserved() { return cpu_allocator::bytes_reserved(); }
 void cpu_release_cached() { cpu_allocator::release_cached(); }
 int cuda_device_count() { return cuda_memory::device_count(); }
 bool cuda_available() { return cuda_device_count() > 0; }
+std::size_t cuda_bytes_reserved() { return cuda_memory::bytes_reserved(); }
+std::size_t cuda_malloc_count() { return cuda_memory::malloc_count(); }
+void cuda_release_cached() { cuda_memory::release_cached(); }
 
 }  // namespace memory
 }  // namespace epoch

@@ -1,10 +1,13 @@
 // Storage: a reference-counted block of bytes on one device. CPU blocks are 64-byte aligned
 // and come from a caching allocator, so a training step reuses last step's activation buffers
-// instead of mapping and faulting fresh pages.
+// instead of mapping and faulting fresh pages; CUDA blocks come from a caching allocator too,
+// so a step makes no cudaMalloc/cudaFree calls.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "epoch/tensor/device.h"
 
@@ -28,6 +31,14 @@ class Storage {
   Device device_;
 };
 
+/// One visible CUDA device, as `epoch info` prints it.
+struct CudaDeviceInfo {
+  std::string name;
+  std::size_t total_bytes = 0;
+  int cc_major = 0, cc_minor = 0;  // compute capability
+  int multiprocessors = 0;
+};
+
 namespace memory {
 /// Copies nbytes between any two devices (host<->device copies synchronize).
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
@@ -40,6 +51,14 @@ void cpu_release_cached();
 bool cuda_available();
 /// Number of visible CUDA devices (0 without CUDA).
 int cuda_device_count();
+/// Every visible CUDA device (empty without CUDA or without a device).
+std::vector<CudaDeviceInfo> cuda_devices();
+/// Bytes held by the CUDA caching allocator (live + cached, all devices); 0 without CUDA.
+std::size_t cuda_bytes_reserved();
+/// cudaMalloc calls made so far by the caching allocator (a training step should add none).
+std::size_t cuda_malloc_count();
+/// Returns every cached, unused CUDA block to the driver.
+void cuda_release_cached();
 }  // namespace memory
 
 }  // namespace epoch

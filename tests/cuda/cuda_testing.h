@@ -1,0 +1,21 @@
+// Helpers for the CUDA parity tests: skip without a device, and run an op on the CPU and on
+// CUDA from the same inputs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "epoch/tensor/storage.h"
+#include "epoch/tensor/tensor.h"
+
+/// Skips the current test (reporting why) when no CUDA device is visible.
+#define EPOCH_REQUIRE_CUDA()                                                           \
+  do {                                                                                 \
+    if (!::epoch::memory::cuda_available()) GTEST_SKIP() << "no CUDA device";          \
+  } while (0)
+
+namespace epoch::testing {
+
+/// The tensor on cuda:0 (a copy).
+inline Tensor on_cuda(const Tensor& t) { return t.to(Device::cuda()); }
+
+}  // namespace epoch::testing
