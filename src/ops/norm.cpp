@@ -1,0 +1,135 @@
+// Batch norm and local response normalization: argument checks and dispatch by device
+// (reference kernels in cpu/norm_cpu.h; oneDNN first on the CPU when use_onednn()).
+#include "epoch/ops/norm.h"
+
+#include "cpu/norm_cpu.h"
+#include "epoch/ops/backend.h"
+#include "ops/dispatch.h"
+
+namespace epoch::ops {
+namespace {
+
+// (N, C, HW) view of an (N, C) or (N, C, H, W) batch-norm input.
+struct BnDims {
+  std::int64_t N, C, HW;
+};
+BnDims bn_dims(const char* op, const Tensor& x) {
+  check_f32(op, "x", x);
+  EPOCH_CHECK(x.ndim() == 2 || x.ndim() == 4, op, ": x must be (N, C) or (N, C, H, W), got ",
+              shape_str(x.shape()));
+  return {x.size(0), x.size(1), x.ndim() == 4 ? x.size(2) * x.size(3) : 1};
+}
+
+void check_per_channel(const char* op, const char* name, const Tensor& t, std::int64_t C) {
+  check_f32(op, name, t);
+  EPOCH_CHECK(t.shape() == Shape{C}, op, ": ", name, " must be (", C, "), got ",
+              shape_str(t.shape()));
+}
+
+void check_lrn(const char* op, const Tensor& x, const LrnParams& p) {
+  check_f32(op, "x", x);
+  EPOCH_CHECK(x.ndim() == 4, op, ": x must be (N, C, H, W), got ", shape_str(x.shape()));
+  EPOCH_CHECK(p.size >= 1, op, ": window size must be >= 1, got ", p.size);
+}
+
+}  // namespace
+
+BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   Tensor& running_mean, Tensor& running_var, bool training,
+                                   float momentum, float eps) {
+  const char* op = "batch_norm_forward";
+  const BnDims d = bn_dims(op, x);
+  check_per_channel(op, "gamma", gamma, d.C);
+  check_per_channel(op, "beta", beta, d.C);
+  check_per_channel(op, "running_mean", running_mean, d.C);
+  check_per_channel(op, "running_var", running_var, d.C);
+  EPOCH_CHECK(running_mean.is_contiguous() && running_var.is_contiguous(), op,
+              ": running statistics are updated in place and must be contiguous");
+  EPOCH_CHECK(eps >= 0.0f && momentum >= 0.0f && momentum <= 1.0f, op, ": eps ", eps,
+              " must be >= 0 and momentum ", momentum, " in [0, 1]");
+  EPOCH_CHECK(!training || d.N * d.HW > 1, op,
+              ": training needs more than one value per channel, got x ", shape_str(x.shape()));
+  const Device dev = common_device(op, x, gamma, beta, running_mean, running_var);
+  const Tensor xc = x.contiguous(), gc = gamma.contiguous(), bc = beta.contiguous();
+  BatchNormResult r;
+  r.y = Tensor::empty(x.shape(), DType::f32, dev);
+  r.save_mean = Tensor::empty({d.C}, DType::f32, dev);
+  r.save_invstd = Tensor::empty({d.C}, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
+                              running_var.f32(), r.y.f32(), r.save_mean.f32(),
+                              r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
+      return r;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend(op, dev);
+}
+
+BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                   const BatchNormResult& fwd, bool training) {
+  const char* op = "batch_norm_backward";
+  const BnDims d = bn_dims(op, x);
+  check_f32(op, "dy", dy);
+  EPOCH_CHECK(dy.shape() == x.shape(), op, ": dy ", shape_str(dy.shape()), " and x ",
+              shape_str(x.shape()), " differ");
+  check_per_channel(op, "gamma", gamma, d.C);
+  check_per_channel(op, "save_mean", fwd.save_mean, d.C);
+  check_per_channel(op, "save_invstd", fwd.save_invstd, d.C);
+  const Device dev = common_device(op, dy, x, gamma, fwd.save_mean, fwd.save_invstd);
+  const Tensor dyc = dy.contiguous(), xc = x.contiguous(), gc = gamma.contiguous();
+  const Tensor mc = fwd.save_mean.contiguous(), ic = fwd.save_invstd.contiguous();
+  BatchNormGrads g;
+  g.dx = Tensor::empty(x.shape(), DType::f32, dev);
+  g.dgamma = Tensor::empty({d.C}, DType::f32, dev);
+  g.dbeta = Tensor::empty({d.C}, DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(), g.dx.f32(),
+                               g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
+      return g;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend(op, dev);
+}
+
+Tensor lrn_forward(const Tensor& x, const LrnParams& p) {
+  check_lrn("lrn_forward", x, p);
+  const Tensor xc = x.contiguous();
+  const Device dev = x.device();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::lrn_forward(xc.f32(), y.f32(), x.size(0), x.size(1), x.size(2) * x.size(3), p.size,
+                       p.alpha, p.beta, p.k);
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("lrn_forward", dev);
+}
+
+Tensor lrn_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const LrnParams& p) {
+  check_lrn("lrn_backward", x, p);
+  check_f32("lrn_backward", "dy", dy);
+  check_f32("lrn_backward", "y", y);
+  EPOCH_CHECK(dy.shape() == x.shape() && y.shape() == x.shape(), "lrn_backward: dy ",
+              shape_str(dy.shape()), ", x ", shape_str(x.shape()), " and y ",
+              shape_str(y.shape()), " must have the same shape");
+  const Device dev = common_device("lrn_backward", dy, x, y);
+  const Tensor dyc = dy.contiguous(), xc = x.contiguous(), yc = y.contiguous();
+  Tensor dx = Tensor::empty(x.shape(), DType::f32, dev);
+  switch (dev.type) {
+    case DeviceType::cpu:
+      cpu::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), x.size(0), x.size(1),
+                        x.size(2) * x.size(3), p.size, p.alpha, p.beta, p.k);
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("lrn_backward", dev);
+}
+
+}  // namespace epoch::ops
