@@ -1,0 +1,121 @@
+// In-memory image datasets (MNIST-format files, procedurally generated images), the
+// preprocessing a model was trained with, batch assembly, and the per-epoch sample order.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "epoch/tensor/tensor.h"
+
+namespace epoch::data {
+
+/// A labelled image set held in memory as raw pixels.
+struct ImageDataset {
+  Tensor images;  // (N, C, H, W) u8, CPU, contiguous
+  Tensor labels;  // (N) i32, CPU, each in [0, num_classes)
+  std::int64_t num_classes = 0;
+  std::vector<std::string> class_names;  // num_classes entries
+  std::string source;                    // where it came from (a path, or "synthetic(...)")
+
+  std::int64_t size() const { return images.defined() ? images.size(0) : 0; }
+  std::int64_t channels() const { return images.size(1); }
+  std::int64_t height() const { return images.size(2); }
+  std::int64_t width() const { return images.size(3); }
+};
+
+/// Loads split "train" (train-images-idx3-ubyte, train-labels-idx1-ubyte) or "test"
+/// (t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte) from `dir`, each raw or with ".gz".
+/// class_names empty means the digits "0".."9".
+/// ensures: images (N, 1, H, W) u8, labels (N) i32 in [0, 10), num_classes 10.
+/// Throws InvalidArgument for another split; IoError when a file is missing (listing the names
+/// looked for), malformed, when the image and label counts differ, or for a label >= 10.
+ImageDataset load_mnist_format(const std::string& dir, const std::string& split,
+                               std::vector<std::string> class_names = {});
+
+/// The ten Fashion-MNIST class names, in label order ("T-shirt/top", ..., "Ankle boot").
+std::vector<std::string> fashion_mnist_class_names();
+
+/// The folder holding Fashion-MNIST. When $EPOCH_DATA_DIR is set it wins: its fashion-mnist/
+/// subfolder if that exists, else the folder itself (loading then reports any missing file).
+/// Otherwise the folder Debian's dataset-fashion-mnist package installs
+/// (/usr/share/datasets/fashion-mnist) when it holds the training images, else "".
+std::string default_fashion_mnist_dir();
+
+/// Images of `num_classes` learnable classes (class-dependent oriented stripes, a blob and a
+/// tint, plus noise); sample i is a pure function of (seed, i) and has label i % num_classes.
+/// requires: n >= 0, channels >= 1, height, width >= 4, 2 <= num_classes <= 256.
+ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::int64_t height,
+                                    std::int64_t width, std::int64_t num_classes,
+                                    std::uint64_t seed);
+
+/// What turns raw u8 pixels into a model's f32 input: x = (u8 * rescale - mean[c]) / std[c].
+/// Stored in checkpoints, so prediction applies exactly what training used.
+struct Preprocessing {
+  float rescale = 1.0f / 255.0f;
+  std::vector<float> mean;  // per channel; empty = no mean subtraction
+  std::vector<float> std;   // per channel; empty = no division
+  std::int64_t channels = 0;
+  std::int64_t height = 0;
+  std::int64_t width = 0;
+
+  /// Throws InvalidArgument unless the sizes are positive, mean/std are empty or have one
+  /// entry per channel, every std is finite and non-zero, and rescale is finite.
+  void validate() const;
+  /// {"rescale":...,"mean":[...],"std":[...],"channels":C,"height":H,"width":W}; floats
+  /// round-trip exactly through from_json.
+  std::string to_json() const;
+  /// Parses to_json's output; throws ConfigError for malformed JSON, missing or mistyped
+  /// fields, or values validate() rejects.
+  static Preprocessing from_json(const std::string& text);
+  /// Preprocessing for a dataset's image size: rescale only, or, with normalize, also the
+  /// per-channel mean and std of the rescaled pixels (exact integer sums; thread-independent).
+  static Preprocessing for_dataset(const ImageDataset& dataset, bool normalize);
+  /// Applies this to raw images (N, C, H, W) u8 on the CPU -> (N, C, H, W) f32; the same
+  /// arithmetic as BatchAssembler (for prediction on decoded images).
+  Tensor apply(const Tensor& images) const;
+
+  bool operator==(const Preprocessing&) const = default;
+};
+
+/// Applies `p` to one sample: src (C, H, W) u8 -> dst (C, H, W) f32. The one place the
+/// preprocessing arithmetic lives.
+void preprocess_sample(const Preprocessing& p, const std::uint8_t* src, float* dst);
+
+/// A batch of preprocessed images and their labels.
+struct Batch {
+  Tensor images;  // (B, C, H, W) f32
+  Tensor labels;  // (B) i32
+};
+
+/// Turns dataset rows into batches, reusing its buffers: they are allocated for the largest
+/// batch size seen, and a smaller batch is a view of them. The returned tensors are valid until
+/// the next assemble(); clone them to keep them longer. Samples are processed in parallel and
+/// the result does not depend on the thread count.
+class BatchAssembler {
+ public:
+  /// requires: dataset images (N, C, H, W) u8 and labels (N) i32 on the CPU, matching
+  ///           preprocessing's channels/height/width (InvalidArgument otherwise). The dataset
+  ///           must outlive the assembler.
+  BatchAssembler(const ImageDataset& dataset, Preprocessing preprocessing);
+
+  /// Rows `indices` (each in [0, N), at least one) -> images (B, C, H, W) f32 and labels (B).
+  Batch assemble(std::span<const std::int64_t> indices);
+
+  const Preprocessing& preprocessing() const { return preprocessing_; }
+
+ private:
+  const ImageDataset* dataset_;
+  Preprocessing preprocessing_;
+  Tensor images_;  // (capacity, C, H, W) f32
+  Tensor labels_;  // (capacity) i32
+};
+
+/// The order of samples 0..n-1 in epoch `epoch`: the identity without shuffle, else a
+/// Fisher-Yates shuffle driven by RandomStream(seed, key from epoch) — a pure function of
+/// (n, seed, epoch).
+std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::int64_t epoch,
+                                      bool shuffle);
+
+}  // namespace epoch::data

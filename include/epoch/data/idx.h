@@ -1,0 +1,22 @@
+// IDX files (the MNIST and Fashion-MNIST format), raw or gzip-compressed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "epoch/tensor/tensor.h"
+
+namespace epoch::data {
+
+/// Largest element count read_idx accepts; larger dims are refused before allocating.
+inline constexpr std::int64_t kMaxIdxElements = std::int64_t{1} << 31;
+
+/// Reads an IDX file of unsigned bytes (type code 0x08) with 1 to 4 big-endian dims.
+/// Gzip compression is detected by the magic bytes 1f 8b, whatever the file is called.
+/// ensures: a contiguous CPU u8 tensor whose shape is the file's dims.
+/// Throws IoError naming the file for a missing file, a directory, a wrong magic or type code,
+/// a truncated header or payload (with expected vs actual bytes), trailing bytes, corrupt
+/// gzip data, or dims over kMaxIdxElements elements.
+Tensor read_idx(const std::string& path);
+
+}  // namespace epoch::data

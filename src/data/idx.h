@@ -1,0 +1,42 @@
+// Internal to the data layer: a byte reader over a file that may be gzip-compressed (detected
+// by its magic bytes), shared by the IDX reader and other raw binary dataset formats.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "epoch/data/idx.h"
+
+namespace epoch::data {
+
+/// Sequential reads from a raw or gzip file. Every error is an IoError naming the file.
+class ByteReader {
+ public:
+  /// Opens `path`; throws IoError when it is missing, a directory, or unreadable.
+  explicit ByteReader(const std::string& path);
+  ~ByteReader();
+  ByteReader(const ByteReader&) = delete;
+  ByteReader& operator=(const ByteReader&) = delete;
+
+  /// Reads up to n bytes into out and returns how many were read: fewer than n only at the end
+  /// of the data. Throws IoError for read errors and corrupt or cut-off gzip streams.
+  std::size_t read(void* out, std::size_t n);
+  /// Bytes left after the current position (reads to the end; for error messages).
+  std::size_t count_rest();
+  /// For a raw file, the bytes left to read (from its size); -1 for gzip, where only reading
+  /// tells.
+  std::int64_t raw_remaining() const;
+  bool is_gzip() const { return gz_ != nullptr; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* raw_ = nullptr;
+  std::int64_t raw_size_ = 0;
+  std::int64_t raw_position_ = 0;
+  void* gz_ = nullptr;  // gzFile, kept opaque so zlib.h stays out of this header
+};
+
+}  // namespace epoch::data
