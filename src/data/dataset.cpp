@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <numbers>
+#include <vector>
 
 #include "epoch/data/idx.h"
 #include "epoch/tensor/random.h"
@@ -113,36 +114,46 @@ ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::
   const float size = static_cast<float>(std::min(height, width));
   constexpr float kTwoPi = 2.0f * std::numbers::pi_v<float>;
 
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) {
-    RandomStream rs(seed, mix64(kSyntheticStreamTag, static_cast<std::uint64_t>(i)));
-    const std::int64_t k = i % num_classes;
-    labels[i] = static_cast<std::int32_t>(k);
-    const float frac = static_cast<float>(k) / static_cast<float>(num_classes);
-    // Stripes: orientation by class (with a little jitter), 2-4 cycles per image.
-    const float theta = std::numbers::pi_v<float> * frac + rs.uniform(-0.08f, 0.08f);
-    const float freq = static_cast<float>(2 + k % 3) * kTwoPi / size;
-    const float phase = rs.uniform(0.0f, kTwoPi);
-    const float fx = freq * std::cos(theta), fy = freq * std::sin(theta);
-    // Blob: centred on a circle at the class's angle, jittered by a pixel.
-    const float bx = 0.5f * static_cast<float>(width - 1) + 0.28f * size * std::cos(kTwoPi * frac) +
-                     rs.uniform(-1.0f, 1.0f);
-    const float by = 0.5f * static_cast<float>(height - 1) +
-                     0.28f * size * std::sin(kTwoPi * frac) + rs.uniform(-1.0f, 1.0f);
-    const float inv_two_sigma2 = 1.0f / (2.0f * (0.12f * size) * (0.12f * size));
-    std::uint8_t* img = images + i * channels * plane;  // (C, H, W)
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const float tint = 0.6f + 0.4f * std::cos(kTwoPi * frac + 2.1f * static_cast<float>(c));
+#pragma omp parallel
+  {
+    std::vector<float> pattern(static_cast<std::size_t>(plane));  // (H, W), per thread
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      RandomStream rs(seed, mix64(kSyntheticStreamTag, static_cast<std::uint64_t>(i)));
+      const std::int64_t k = i % num_classes;
+      labels[i] = static_cast<std::int32_t>(k);
+      const float frac = static_cast<float>(k) / static_cast<float>(num_classes);
+      // Stripes: orientation by class (with a little jitter), 2-4 cycles per image.
+      const float theta = std::numbers::pi_v<float> * frac + rs.uniform(-0.08f, 0.08f);
+      const float freq = static_cast<float>(2 + k % 3) * kTwoPi / size;
+      const float phase = rs.uniform(0.0f, kTwoPi);
+      const float fx = freq * std::cos(theta), fy = freq * std::sin(theta);
+      // Blob: centred on a circle at the class's angle, jittered by a pixel.
+      const float bx = 0.5f * static_cast<float>(width - 1) +
+                       0.28f * size * std::cos(kTwoPi * frac) + rs.uniform(-1.0f, 1.0f);
+      const float by = 0.5f * static_cast<float>(height - 1) +
+                       0.28f * size * std::sin(kTwoPi * frac) + rs.uniform(-1.0f, 1.0f);
+      const float inv_two_sigma2 = 1.0f / (2.0f * (0.12f * size) * (0.12f * size));
       for (std::int64_t y = 0; y < height; ++y) {
         for (std::int64_t x = 0; x < width; ++x) {
           const float xf = static_cast<float>(x), yf = static_cast<float>(y);
-          const float stripes = std::cos(fx * xf + fy * yf + phase);
           const float d2 = (xf - bx) * (xf - bx) + (yf - by) * (yf - by);
-          const float blob = std::exp(-d2 * inv_two_sigma2);
-          const float v =
-              128.0f + tint * (45.0f * stripes + 80.0f * blob - 20.0f) + 14.0f * rs.normal();
-          img[c * plane + y * width + x] =
-              static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0f, 255.0f)));
+          pattern[static_cast<std::size_t>(y * width + x)] =
+              45.0f * std::cos(fx * xf + fy * yf + phase) + 80.0f * std::exp(-d2 * inv_two_sigma2) -
+              20.0f;
+        }
+      }
+      std::uint8_t* img = images + i * channels * plane;  // (C, H, W)
+      for (std::int64_t c = 0; c < channels; ++c) {
+        const float tint = 0.6f + 0.4f * std::cos(kTwoPi * frac + 2.1f * static_cast<float>(c));
+        for (std::int64_t j = 0; j < plane; ++j) {
+          // Triangular noise in (-34, 34) (std about 14) from the two halves of one draw.
+          const std::uint32_t r = rs.next_bits();
+          const float noise = static_cast<float>(static_cast<std::int32_t>(r & 0xFFFFu) +
+                                                 static_cast<std::int32_t>(r >> 16) - 65535) *
+                              (34.0f / 65536.0f);
+          const float v = 128.0f + tint * pattern[static_cast<std::size_t>(j)] + noise;
+          img[c * plane + j] = static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0f, 255.0f)));
         }
       }
     }
