@@ -6,6 +6,10 @@
 #include "epoch/ops/backend.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_ONEDNN
+#include "cpu/pool_onednn.h"
+#endif
+
 namespace epoch::ops {
 namespace {
 
@@ -37,6 +41,15 @@ bool reference_indices(const MaxPoolResult& fwd) {
          fwd.indices.shape() == fwd.y.shape();
 }
 
+#if EPOCH_WITH_ONEDNN
+// True when `indices` is a oneDNN max-pooling workspace for these sizes (C channels).
+bool onednn_workspace(const MaxPoolResult& fwd, const cpu::Pool2dDims& d, std::int64_t C) {
+  return fwd.indices.defined() && fwd.indices.dtype() == DType::u8 &&
+         fwd.indices.is_contiguous() &&
+         fwd.indices.numel() == cpu::onednn::max_pool2d_workspace_bytes(d, C);
+}
+#endif
+
 }  // namespace
 
 std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
@@ -60,6 +73,14 @@ MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   r.y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {  // indices hold oneDNN's workspace bytes (u8)
+        const std::int64_t C = x.size(1);
+        r.indices = Tensor::empty({cpu::onednn::max_pool2d_workspace_bytes(d, C)}, DType::u8, dev);
+        cpu::onednn::max_pool2d_forward(d, C, xc.f32(), r.y.f32(), r.indices.data<std::uint8_t>());
+        return r;
+      }
+#endif
       r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
       cpu::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
       return r;
@@ -90,6 +111,14 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
         cpu::max_pool2d_backward(d, dyc.f32(), idx.data<std::int32_t>(), dx.f32());
         return dx;
       }
+#if EPOCH_WITH_ONEDNN
+      // A workspace only oneDNN can read, whichever CPU kernels are selected now.
+      if (onednn_workspace(fwd, d, x.size(1))) {
+        cpu::onednn::max_pool2d_backward(d, x.size(1), dyc.f32(),
+                                         fwd.indices.data<std::uint8_t>(), dx.f32());
+        return dx;
+      }
+#endif
       EPOCH_THROW(InvalidArgument, "max_pool2d_backward: indices ",
                   shape_str(fwd.indices.shape()),
                   " are neither i32 argmax positions nor a workspace this build can read");
@@ -107,6 +136,12 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   Tensor y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::avg_pool2d_forward(d, x.size(1), p.count_include_pad, xc.f32(), y.f32());
+        return y;
+      }
+#endif
       cpu::avg_pool2d_forward(d, p.count_include_pad, xc.f32(), y.f32());
       return y;
     case DeviceType::cuda:
@@ -126,6 +161,12 @@ Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dP
   Tensor dx = Tensor::empty(x_shape, DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::avg_pool2d_backward(d, x_shape[1], p.count_include_pad, dyc.f32(), dx.f32());
+        return dx;
+      }
+#endif
       cpu::avg_pool2d_backward(d, p.count_include_pad, dyc.f32(), dx.f32());
       return dx;
     case DeviceType::cuda:
