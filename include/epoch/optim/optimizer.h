@@ -1,0 +1,155 @@
+// Optimizers: SGD (momentum, Nesterov), Adam, AdamW and RMSprop with PyTorch's update rules,
+// applied in place to named parameters from their accumulated gradients. Every optimizer
+// exposes its state as named tensors so a checkpoint can resume it bit-identically.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "epoch/tensor/tensor.h"
+
+namespace epoch::optim {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+/// Base of every optimizer. Holds the parameters (contiguous f32 leaves whose .grad() buffers
+/// backward fills), the learning rate, the step count and the per-parameter state tensors.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// Applies one update at lr() to every parameter whose grad is defined (others are skipped
+  /// and their state is left untouched), then counts the step.
+  /// Throws BackendUnavailable for a parameter on a device the optimizer has no kernel for.
+  virtual void step();
+  /// Sets every defined gradient buffer to zero (undefined ones stay undefined).
+  void zero_grad();
+
+  float lr() const { return lr_; }
+  /// requires: lr >= 0 and finite (InvalidArgument otherwise).
+  void set_lr(float lr);
+  /// Number of step() calls so far (restored by load_state).
+  std::int64_t steps() const { return steps_; }
+  /// "sgd", "adam", "adamw" or "rmsprop": the prefix of every state entry.
+  const std::string& name() const { return name_; }
+  const NamedTensors& params() const { return params_; }
+
+  /// The state to checkpoint, with stable names: "<name>.step" (i32 {}), "<name>.lr" (f32 {}),
+  /// then "<name>.<buffer>.<param name>" for every buffer (e.g. "adam.exp_avg.fc.w"). The
+  /// tensors are copies: later steps do not change them.
+  virtual NamedTensors state() const;
+  /// Restores exactly what state() returned (entries are looked up by name; extra entries are
+  /// ignored). Throws ConfigError naming the first entry that is missing or has the wrong
+  /// shape or dtype; nothing is changed in that case.
+  virtual void load_state(const NamedTensors& state);
+
+ protected:
+  /// requires: unique non-empty parameter names; defined, contiguous f32 leaf parameters that
+  /// require gradients (so backward's gradients reach the handles held here), no two sharing
+  /// the same first element. Throws InvalidArgument otherwise, ConfigError for lr.
+  Optimizer(std::string name, NamedTensors params, float lr);
+
+  /// Registers a per-parameter state buffer "<name>.<kind>.<param>" of zeros (shape and
+  /// device of the parameter, or a scalar i32 counter when `counter` is true). Returns its
+  /// index for buffer().
+  std::size_t add_buffer(const std::string& kind, bool counter = false);
+  /// The buffer `kind_index` (from add_buffer) of parameter i.
+  Tensor& buffer(std::size_t kind_index, std::size_t i);
+
+  /// Updates parameter i (whose gradient `grad` is defined, same shape and device,
+  /// contiguous). Called by step() for every parameter with a gradient.
+  virtual void update(std::size_t i, Tensor& param, const Tensor& grad) = 0;
+
+ private:
+  std::string name_;
+  NamedTensors params_;
+  float lr_;
+  std::int64_t steps_ = 0;
+  std::vector<std::string> buffer_kinds_;
+  std::vector<std::vector<Tensor>> buffers_;  // [kind][param]
+};
+
+/// torch.optim.SGD with dampening 0: d = g + wd * p; with momentum, buf = momentum * buf + d
+/// and d = nesterov ? d + momentum * buf : buf; then p -= lr * d. State: "sgd.momentum_buffer".
+class Sgd : public Optimizer {
+ public:
+  /// requires: lr, momentum, weight_decay >= 0; nesterov needs momentum > 0 (ConfigError).
+  Sgd(NamedTensors params, float lr, float momentum = 0.0f, bool nesterov = false,
+      float weight_decay = 0.0f);
+
+ protected:
+  void update(std::size_t i, Tensor& param, const Tensor& grad) override;
+
+ private:
+  float momentum_, weight_decay_;
+  bool nesterov_;
+  std::size_t momentum_buffer_ = 0;
+};
+
+/// torch.optim.Adam (decoupled = false: weight decay added to the gradient) or AdamW
+/// (decoupled = true: p *= 1 - lr * wd before the Adam update). Bias corrections per parameter
+/// step; eps is added after the square root. State: "<name>.exp_avg", "<name>.exp_avg_sq",
+/// "<name>.param_step" (how many updates this parameter has had).
+class Adam : public Optimizer {
+ public:
+  /// requires: lr, eps, weight_decay >= 0; 0 <= beta1, beta2 < 1 (ConfigError).
+  Adam(NamedTensors params, float lr, float beta1 = 0.9f, float beta2 = 0.999f, float eps = 1e-8f,
+       float weight_decay = 0.0f, bool decoupled = false);
+
+ protected:
+  void update(std::size_t i, Tensor& param, const Tensor& grad) override;
+
+ private:
+  float beta1_, beta2_, eps_, weight_decay_;
+  bool decoupled_;
+  std::size_t exp_avg_ = 0, exp_avg_sq_ = 0, param_step_ = 0;
+};
+
+/// torch.optim.RMSprop: d = g + wd * p; sq = alpha * sq + (1 - alpha) * d^2; with centered,
+/// ga = alpha * ga + (1 - alpha) * d and avg = sqrt(sq - ga^2) + eps, else sqrt(sq) + eps;
+/// with momentum, buf = momentum * buf + d / avg and p -= lr * buf, else p -= lr * d / avg.
+/// State: "rmsprop.square_avg" (+ "rmsprop.momentum_buffer", "rmsprop.grad_avg" when used).
+class Rmsprop : public Optimizer {
+ public:
+  /// requires: lr, eps, momentum, weight_decay >= 0; 0 <= alpha <= 1 (ConfigError).
+  Rmsprop(NamedTensors params, float lr, float alpha = 0.99f, float eps = 1e-8f,
+          float weight_decay = 0.0f, float momentum = 0.0f, bool centered = false);
+
+ protected:
+  void update(std::size_t i, Tensor& param, const Tensor& grad) override;
+
+ private:
+  float alpha_, eps_, weight_decay_, momentum_;
+  bool centered_;
+  std::size_t square_avg_ = 0, momentum_buffer_ = 0, grad_avg_ = 0;
+};
+
+/// Everything make_optimizer needs. Fields an optimizer does not use are ignored (momentum and
+/// nesterov for Adam, betas for SGD, ...). Start from optimizer_defaults(name).
+struct OptimizerConfig {
+  std::string name = "sgd";  // sgd, adam, adamw, rmsprop
+  float lr = 0.01f;
+  float momentum = 0.0f;  // sgd, rmsprop
+  bool nesterov = false;  // sgd
+  float weight_decay = 0.0f;
+  float beta1 = 0.9f;  // adam, adamw
+  float beta2 = 0.999f;
+  float eps = 1e-8f;      // adam, adamw, rmsprop
+  float alpha = 0.99f;    // rmsprop
+  bool centered = false;  // rmsprop
+};
+
+/// PyTorch's defaults for the named optimizer: lr 0.01 (sgd, rmsprop) or 0.001 (adam,
+/// adamw), weight decay 0.01 for adamw and 0 otherwise. Throws ConfigError for unknown names.
+OptimizerConfig optimizer_defaults(const std::string& name);
+
+/// Builds the named optimizer over params. Throws ConfigError for an unknown name (listing
+/// "sgd, adam, adamw, rmsprop") or an out-of-range hyperparameter.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, NamedTensors params);
+
+}  // namespace epoch::optim

@@ -1,0 +1,44 @@
+// Learning-rate schedules: constant, step decay and cosine decay, each optionally preceded by a
+// linear warm-up. A schedule is a pure function of the step, so resuming needs only the step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace epoch::optim {
+
+/// Everything make_schedule needs. Steps count from 0 (the first update uses lr_at(0)).
+///
+/// Warm-up: for step s < warmup_steps, lr = base_lr * (f + (1 - f) * s / warmup_steps) with
+/// f = warmup_start_factor, so step 0 gets base_lr * f and step warmup_steps gets the decay
+/// schedule's first value. The decay schedule then runs on s' = s - warmup_steps:
+/// - constant: base_lr.
+/// - step:     base_lr * gamma^floor(s' / step_size).
+/// - cosine:   min_lr + (base_lr - min_lr) * (1 + cos(pi * s' / (total_steps - warmup_steps))) / 2,
+///             reaching min_lr at s = total_steps and staying there. total_steps includes the
+///             warm-up.
+struct ScheduleConfig {
+  std::string name = "constant";  // constant, step, cosine
+  float base_lr = 0.01f;
+  std::int64_t warmup_steps = 0;
+  float warmup_start_factor = 0.0f;  // in [0, 1]
+  std::int64_t step_size = 0;        // step: > 0
+  float gamma = 0.1f;                // step: > 0
+  std::int64_t total_steps = 0;      // cosine: > warmup_steps
+  float min_lr = 0.0f;               // cosine: in [0, base_lr]
+};
+
+/// A learning rate as a function of the step.
+class LrSchedule {
+ public:
+  virtual ~LrSchedule() = default;
+  /// The learning rate for step `step` (>= 0; InvalidArgument otherwise).
+  virtual float lr_at(std::int64_t step) const = 0;
+};
+
+/// Builds the configured schedule (warm-up included). Throws ConfigError for an unknown name
+/// (listing "constant, step, cosine") or an out-of-range field, naming it.
+std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& config);
+
+}  // namespace epoch::optim

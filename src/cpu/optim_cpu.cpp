@@ -1,0 +1,108 @@
+// Fused CPU optimizer updates (see optim_cpu.h). Each variant is a template over its options so
+// the inner loop has no branches and vectorizes; OpenMP splits large parameters by element.
+#include "cpu/optim_cpu.h"
+
+#include <cmath>
+
+namespace epoch::cpu {
+namespace {
+
+constexpr std::int64_t kParallelThreshold = 32768;
+
+template <bool Momentum, bool Nesterov>
+void sgd_loop(float* p, const float* g, float* buf, std::int64_t n, float lr, float momentum,
+              float wd) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelThreshold)
+  for (std::int64_t i = 0; i < n; ++i) {
+    float d = g[i] + wd * p[i];
+    if constexpr (Momentum) {
+      const float b = momentum * buf[i] + d;
+      buf[i] = b;
+      d = Nesterov ? d + momentum * b : b;
+    }
+    p[i] -= lr * d;
+  }
+}
+
+template <bool Decoupled>
+void adam_loop(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float beta1,
+               float beta2, float eps, float wd, float step_size, float sqrt_bias2) {
+  const float decay = static_cast<float>(1.0 - static_cast<double>(lr) * wd);
+#pragma omp parallel for simd schedule(static) if (n > kParallelThreshold)
+  for (std::int64_t i = 0; i < n; ++i) {
+    float x = p[i];
+    float d = g[i];
+    if constexpr (Decoupled)
+      x *= decay;
+    else
+      d += wd * x;
+    const float mi = beta1 * m[i] + (1.0f - beta1) * d;
+    const float vi = beta2 * v[i] + (1.0f - beta2) * (d * d);
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = std::sqrt(vi) / sqrt_bias2 + eps;
+    p[i] = x - step_size * (mi / denom);
+  }
+}
+
+template <bool Centered, bool Momentum>
+void rmsprop_loop(float* p, const float* g, float* sq, float* ga, float* buf, std::int64_t n,
+                  float lr, float alpha, float eps, float wd, float momentum) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelThreshold)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float d = g[i] + wd * p[i];
+    const float s = alpha * sq[i] + (1.0f - alpha) * (d * d);
+    sq[i] = s;
+    float avg;
+    if constexpr (Centered) {
+      const float a = alpha * ga[i] + (1.0f - alpha) * d;
+      ga[i] = a;
+      avg = std::sqrt(s - a * a) + eps;
+    } else {
+      avg = std::sqrt(s) + eps;
+    }
+    if constexpr (Momentum) {
+      const float b = momentum * buf[i] + d / avg;
+      buf[i] = b;
+      p[i] -= lr * b;
+    } else {
+      p[i] -= lr * (d / avg);
+    }
+  }
+}
+
+}  // namespace
+
+void sgd_step(float* p, const float* g, float* buf, std::int64_t n, float lr, float momentum,
+              float weight_decay, bool nesterov) {
+  if (momentum == 0.0f)
+    sgd_loop<false, false>(p, g, buf, n, lr, momentum, weight_decay);
+  else if (nesterov)
+    sgd_loop<true, true>(p, g, buf, n, lr, momentum, weight_decay);
+  else
+    sgd_loop<true, false>(p, g, buf, n, lr, momentum, weight_decay);
+}
+
+void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float beta1,
+               float beta2, float eps, float weight_decay, bool decoupled, float step_size,
+               float sqrt_bias2) {
+  if (decoupled)
+    adam_loop<true>(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, step_size, sqrt_bias2);
+  else
+    adam_loop<false>(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, step_size, sqrt_bias2);
+}
+
+void rmsprop_step(float* p, const float* g, float* sq, float* ga, float* buf, std::int64_t n,
+                  float lr, float alpha, float eps, float weight_decay, float momentum) {
+  const bool centered = ga != nullptr, with_momentum = momentum != 0.0f;
+  if (centered && with_momentum)
+    rmsprop_loop<true, true>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+  else if (centered)
+    rmsprop_loop<true, false>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+  else if (with_momentum)
+    rmsprop_loop<false, true>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+  else
+    rmsprop_loop<false, false>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+}
+
+}  // namespace epoch::cpu

@@ -1,0 +1,37 @@
+// Fused CPU optimizer updates: one pass over a parameter, its gradient and its state buffers.
+// Raw pointers and sizes; every element is independent, so results do not depend on threads.
+#pragma once
+
+#include <cstdint>
+
+namespace epoch::cpu {
+
+/// SGD (dampening 0): d = g + wd*p; if momentum > 0: buf = momentum*buf + d,
+/// d = nesterov ? d + momentum*buf : buf; p -= lr*d. buf may be null when momentum == 0.
+void sgd_step(float* p,        // (n) parameter, updated in place
+              const float* g,  // (n) gradient
+              float* buf,      // (n) momentum buffer, updated in place; null if momentum == 0
+              std::int64_t n, float lr, float momentum, float weight_decay, bool nesterov);
+
+/// Adam / AdamW. decoupled: p *= 1 - lr*wd first; else d = g + wd*p. m = beta1*m + (1-beta1)*d,
+/// v = beta2*v + (1-beta2)*d^2, p -= step_size * m / (sqrt(v) / sqrt_bias2 + eps), where
+/// step_size = lr / (1 - beta1^t) and sqrt_bias2 = sqrt(1 - beta2^t) for the parameter's step t.
+void adam_step(float* p,        // (n) parameter, updated in place
+               const float* g,  // (n) gradient
+               float* m,        // (n) first moment, updated in place
+               float* v,        // (n) second moment, updated in place
+               std::int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+               bool decoupled, float step_size, float sqrt_bias2);
+
+/// RMSprop. d = g + wd*p; sq = alpha*sq + (1-alpha)*d^2; centered: ga = alpha*ga + (1-alpha)*d,
+/// avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps; momentum > 0: buf = momentum*buf +
+/// d/avg, p -= lr*buf; else p -= lr*d/avg.
+void rmsprop_step(float* p,        // (n) parameter, updated in place
+                  const float* g,  // (n) gradient
+                  float* sq,       // (n) running mean of squared gradients, updated in place
+                  float* ga,       // (n) running mean of gradients; null unless centered
+                  float* buf,      // (n) momentum buffer; null when momentum == 0
+                  std::int64_t n, float lr, float alpha, float eps, float weight_decay,
+                  float momentum);
+
+}  // namespace epoch::cpu

@@ -1,0 +1,292 @@
+// The Optimizer base (parameters, learning rate, step count, named state for checkpoints) and
+// the SGD, Adam/AdamW and RMSprop updates, dispatched by device to the fused kernels.
+#include "epoch/optim/optimizer.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "cpu/optim_cpu.h"
+#include "epoch/autograd/autograd.h"
+
+namespace epoch::optim {
+namespace {
+
+void check_hyper(bool ok, const std::string& optimizer, const char* what, float value) {
+  if (!ok) EPOCH_THROW(ConfigError, optimizer, ": ", what, " (got ", value, ")");
+}
+
+void check_nonnegative(const std::string& optimizer, const char* name, float value) {
+  check_hyper(std::isfinite(value) && value >= 0.0f, optimizer,
+              (std::string(name) + " must be finite and >= 0").c_str(), value);
+}
+
+void check_beta(const std::string& optimizer, const char* name, float value) {
+  check_hyper(value >= 0.0f && value < 1.0f, optimizer,
+              (std::string(name) + " must be in [0, 1)").c_str(), value);
+}
+
+[[noreturn]] void no_kernel(const std::string& optimizer, Device d) {
+  EPOCH_THROW(BackendUnavailable, optimizer, ": no update kernel for parameters on ", d.str(),
+              " (only CPU parameters are supported so far)");
+}
+
+Tensor scalar_i32(std::int64_t value) {
+  const std::int32_t v = static_cast<std::int32_t>(value);
+  return Tensor::from_ints({}, std::span<const std::int32_t>(&v, 1));
+}
+
+// A contiguous copy on the CPU (state() hands out copies that later steps do not touch).
+Tensor host_copy(const Tensor& t) { return t.device().is_cpu() ? t.clone() : t.to(Device::cpu()); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Optimizer
+
+Optimizer::Optimizer(std::string name, NamedTensors params, float lr)
+    : name_(std::move(name)), params_(std::move(params)), lr_(lr) {
+  check_nonnegative(name_, "lr", lr);
+  std::set<std::string> names;
+  std::set<std::pair<const Storage*, std::int64_t>> firsts;
+  for (const auto& [pname, p] : params_) {
+    EPOCH_CHECK(!pname.empty(), name_, ": a parameter has an empty name");
+    EPOCH_CHECK(names.insert(pname).second, name_, ": parameter name '", pname, "' appears twice");
+    EPOCH_CHECK(p.defined(), name_, ": parameter '", pname, "' is undefined");
+    EPOCH_CHECK(p.dtype() == DType::f32, name_, ": parameter '", pname, "' must be f32, got ",
+                dtype_name(p.dtype()));
+    EPOCH_CHECK(p.requires_grad(), name_, ": parameter '", pname,
+                "' does not require gradients (call set_requires_grad(true) first)");
+    EPOCH_CHECK(!p.autograd_meta()->node, name_, ": parameter '", pname, "' is not a leaf tensor");
+    EPOCH_CHECK(p.is_contiguous(), name_, ": parameter '", pname, "' ", shape_str(p.shape()),
+                " must be contiguous");
+    EPOCH_CHECK(firsts.insert({p.storage().get(), p.offset()}).second, name_, ": parameter '",
+                pname, "' shares its bytes with another parameter");
+  }
+}
+
+void Optimizer::set_lr(float lr) {
+  EPOCH_CHECK(std::isfinite(lr) && lr >= 0.0f, name_,
+              ": learning rate must be finite and >= 0, got ", lr);
+  lr_ = lr;
+}
+
+void Optimizer::zero_grad() {
+  for (auto& [pname, p] : params_) p.zero_grad();
+}
+
+std::size_t Optimizer::add_buffer(const std::string& kind, bool counter) {
+  std::vector<Tensor> per_param;
+  per_param.reserve(params_.size());
+  for (const auto& [pname, p] : params_)
+    per_param.push_back(counter ? scalar_i32(0) : Tensor::zeros(p.shape(), DType::f32, p.device()));
+  buffer_kinds_.push_back(kind);
+  buffers_.push_back(std::move(per_param));
+  return buffers_.size() - 1;
+}
+
+Tensor& Optimizer::buffer(std::size_t kind_index, std::size_t i) { return buffers_[kind_index][i]; }
+
+void Optimizer::step() {
+  // Check every gradient first so a mismatch leaves all parameters untouched.
+  for (const auto& [pname, p] : params_) {
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    EPOCH_CHECK(g.dtype() == DType::f32 && g.shape() == p.shape() && g.device() == p.device(),
+                name_, ": gradient of '", pname, "' is ", dtype_name(g.dtype()), " ",
+                shape_str(g.shape()), " on ", g.device().str(), ", parameter is ",
+                shape_str(p.shape()), " on ", p.device().str());
+    EPOCH_CHECK(g.is_contiguous(), name_, ": gradient of '", pname, "' is not contiguous");
+  }
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i].second;
+    const Tensor g = p.grad();
+    if (g.defined()) update(i, p, g);
+  }
+  ++steps_;
+}
+
+NamedTensors Optimizer::state() const {
+  NamedTensors out;
+  out.emplace_back(name_ + ".step", scalar_i32(steps_));
+  out.emplace_back(name_ + ".lr", Tensor::scalar(lr_));
+  for (std::size_t k = 0; k < buffer_kinds_.size(); ++k)
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      out.emplace_back(name_ + "." + buffer_kinds_[k] + "." + params_[i].first,
+                       host_copy(buffers_[k][i]));
+  return out;
+}
+
+void Optimizer::load_state(const NamedTensors& state) {
+  auto find = [&](const std::string& key, const Shape& shape, DType dtype) -> const Tensor& {
+    for (const auto& [name, t] : state) {
+      if (name != key) continue;
+      if (!t.defined() || t.shape() != shape || t.dtype() != dtype)
+        EPOCH_THROW(ConfigError, name_, ": optimizer state entry '", key, "' is ",
+                    t.defined() ? dtype_name(t.dtype()) : "undefined", " ",
+                    t.defined() ? shape_str(t.shape()) : "", ", expected ", dtype_name(dtype), " ",
+                    shape_str(shape));
+      return t;
+    }
+    EPOCH_THROW(ConfigError, name_, ": optimizer state entry '", key, "' is missing");
+  };
+  // Validate everything before changing anything.
+  const Tensor& step = find(name_ + ".step", {}, DType::i32);
+  const Tensor& lr = find(name_ + ".lr", {}, DType::f32);
+  std::vector<std::vector<const Tensor*>> sources(buffer_kinds_.size());
+  for (std::size_t k = 0; k < buffer_kinds_.size(); ++k)
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      sources[k].push_back(&find(name_ + "." + buffer_kinds_[k] + "." + params_[i].first,
+                                 buffers_[k][i].shape(), buffers_[k][i].dtype()));
+  const std::int32_t saved_steps = step.to(Device::cpu()).data<std::int32_t>()[0];
+  const float saved_lr = lr.to(Device::cpu()).item();
+  if (saved_steps < 0)
+    EPOCH_THROW(ConfigError, name_, ": optimizer state '", name_, ".step' is negative (",
+                saved_steps, ")");
+  if (!std::isfinite(saved_lr) || saved_lr < 0.0f)
+    EPOCH_THROW(ConfigError, name_, ": optimizer state '", name_, ".lr' is invalid (", saved_lr,
+                ")");
+  for (std::size_t k = 0; k < buffer_kinds_.size(); ++k)
+    for (std::size_t i = 0; i < params_.size(); ++i) buffers_[k][i].copy_from(*sources[k][i]);
+  steps_ = saved_steps;
+  lr_ = saved_lr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SGD
+
+Sgd::Sgd(NamedTensors params, float lr, float momentum, bool nesterov, float weight_decay)
+    : Optimizer("sgd", std::move(params), lr),
+      momentum_(momentum),
+      weight_decay_(weight_decay),
+      nesterov_(nesterov) {
+  check_nonnegative(name(), "momentum", momentum);
+  check_nonnegative(name(), "weight_decay", weight_decay);
+  check_hyper(!nesterov || momentum > 0.0f, name(), "nesterov needs momentum > 0", momentum);
+  if (momentum_ > 0.0f) momentum_buffer_ = add_buffer("momentum_buffer");
+}
+
+void Sgd::update(std::size_t i, Tensor& param, const Tensor& grad) {
+  float* buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i).f32() : nullptr;
+  switch (param.device().type) {
+    case DeviceType::cpu:
+      cpu::sgd_step(param.f32(), grad.f32(), buf, param.numel(), lr(), momentum_, weight_decay_,
+                    nesterov_);
+      return;
+    case DeviceType::cuda:
+      break;
+  }
+  no_kernel(name(), param.device());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adam / AdamW
+
+Adam::Adam(NamedTensors params, float lr, float beta1, float beta2, float eps, float weight_decay,
+           bool decoupled)
+    : Optimizer(decoupled ? "adamw" : "adam", std::move(params), lr),
+      beta1_(beta1),
+      beta2_(beta2),
+      eps_(eps),
+      weight_decay_(weight_decay),
+      decoupled_(decoupled) {
+  check_beta(name(), "beta1", beta1);
+  check_beta(name(), "beta2", beta2);
+  check_nonnegative(name(), "eps", eps);
+  check_nonnegative(name(), "weight_decay", weight_decay);
+  exp_avg_ = add_buffer("exp_avg");
+  exp_avg_sq_ = add_buffer("exp_avg_sq");
+  param_step_ = add_buffer("param_step", /*counter=*/true);
+}
+
+void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
+  std::int32_t& t = buffer(param_step_, i).data<std::int32_t>()[0];
+  EPOCH_CHECK(t < std::numeric_limits<std::int32_t>::max(), name(), ": step counter overflow");
+  const std::int32_t next = t + 1;
+  // Bias corrections in double, rounded once (PyTorch computes them in Python floats).
+  const double bias1 = 1.0 - std::pow(static_cast<double>(beta1_), next);
+  const double sqrt_bias2 = std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), next));
+  switch (param.device().type) {
+    case DeviceType::cpu:
+      cpu::adam_step(param.f32(), grad.f32(), buffer(exp_avg_, i).f32(),
+                     buffer(exp_avg_sq_, i).f32(), param.numel(), lr(), beta1_, beta2_, eps_,
+                     weight_decay_, decoupled_, static_cast<float>(lr() / bias1),
+                     static_cast<float>(sqrt_bias2));
+      t = next;
+      return;
+    case DeviceType::cuda:
+      break;
+  }
+  no_kernel(name(), param.device());
+}
+
+// ---------------------------------------------------------------------------------------------
+// RMSprop
+
+Rmsprop::Rmsprop(NamedTensors params, float lr, float alpha, float eps, float weight_decay,
+                 float momentum, bool centered)
+    : Optimizer("rmsprop", std::move(params), lr),
+      alpha_(alpha),
+      eps_(eps),
+      weight_decay_(weight_decay),
+      momentum_(momentum),
+      centered_(centered) {
+  check_hyper(alpha >= 0.0f && alpha <= 1.0f, name(), "alpha must be in [0, 1]", alpha);
+  check_nonnegative(name(), "eps", eps);
+  check_nonnegative(name(), "weight_decay", weight_decay);
+  check_nonnegative(name(), "momentum", momentum);
+  square_avg_ = add_buffer("square_avg");
+  if (momentum_ > 0.0f) momentum_buffer_ = add_buffer("momentum_buffer");
+  if (centered_) grad_avg_ = add_buffer("grad_avg");
+}
+
+void Rmsprop::update(std::size_t i, Tensor& param, const Tensor& grad) {
+  float* ga = centered_ ? buffer(grad_avg_, i).f32() : nullptr;
+  float* buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i).f32() : nullptr;
+  switch (param.device().type) {
+    case DeviceType::cpu:
+      cpu::rmsprop_step(param.f32(), grad.f32(), buffer(square_avg_, i).f32(), ga, buf,
+                        param.numel(), lr(), alpha_, eps_, weight_decay_, momentum_);
+      return;
+    case DeviceType::cuda:
+      break;
+  }
+  no_kernel(name(), param.device());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+namespace {
+constexpr const char* kValidNames = "sgd, adam, adamw, rmsprop";
+}
+
+OptimizerConfig optimizer_defaults(const std::string& name) {
+  OptimizerConfig c;
+  c.name = name;
+  if (name == "sgd" || name == "rmsprop") {
+    c.lr = 0.01f;
+  } else if (name == "adam") {
+    c.lr = 0.001f;
+  } else if (name == "adamw") {
+    c.lr = 0.001f;
+    c.weight_decay = 0.01f;
+  } else {
+    EPOCH_THROW(ConfigError, "unknown optimizer '", name, "' (valid: ", kValidNames, ")");
+  }
+  return c;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, NamedTensors params) {
+  if (c.name == "sgd")
+    return std::make_unique<Sgd>(std::move(params), c.lr, c.momentum, c.nesterov, c.weight_decay);
+  if (c.name == "adam" || c.name == "adamw")
+    return std::make_unique<Adam>(std::move(params), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
+                                  c.name == "adamw");
+  if (c.name == "rmsprop")
+    return std::make_unique<Rmsprop>(std::move(params), c.lr, c.alpha, c.eps, c.weight_decay,
+                                     c.momentum, c.centered);
+  EPOCH_THROW(ConfigError, "unknown optimizer '", c.name, "' (valid: ", kValidNames, ")");
+}
+
+}  // namespace epoch::optim

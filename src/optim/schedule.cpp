@@ -1,0 +1,101 @@
+// Learning-rate schedules (see schedule.h): a shared linear warm-up in front of a constant, step
+// or cosine decay. Computed in double and rounded once, so values do not drift over long runs.
+#include "epoch/optim/schedule.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "epoch/tensor/error.h"
+
+namespace epoch::optim {
+namespace {
+
+constexpr const char* kValidNames = "constant, step, cosine";
+
+// Linear warm-up over the first warmup_steps steps, then decay(step - warmup_steps).
+class WarmupThenDecay : public LrSchedule {
+ public:
+  explicit WarmupThenDecay(const ScheduleConfig& c) : c_(c) {}
+
+  float lr_at(std::int64_t step) const override {
+    EPOCH_CHECK(step >= 0, "lr schedule '", c_.name, "': step must be >= 0, got ", step);
+    if (step < c_.warmup_steps) {
+      const double f = c_.warmup_start_factor;
+      const double t = static_cast<double>(step) / static_cast<double>(c_.warmup_steps);
+      return static_cast<float>(c_.base_lr * (f + (1.0 - f) * t));
+    }
+    return static_cast<float>(decay(step - c_.warmup_steps));
+  }
+
+ protected:
+  /// The learning rate `s` steps after the warm-up.
+  virtual double decay(std::int64_t s) const = 0;
+  const ScheduleConfig c_;
+};
+
+class ConstantLr : public WarmupThenDecay {
+ public:
+  using WarmupThenDecay::WarmupThenDecay;
+
+ protected:
+  double decay(std::int64_t) const override { return c_.base_lr; }
+};
+
+class StepLr : public WarmupThenDecay {
+ public:
+  using WarmupThenDecay::WarmupThenDecay;
+
+ protected:
+  double decay(std::int64_t s) const override {
+    return c_.base_lr *
+           std::pow(static_cast<double>(c_.gamma), static_cast<double>(s / c_.step_size));
+  }
+};
+
+class CosineLr : public WarmupThenDecay {
+ public:
+  using WarmupThenDecay::WarmupThenDecay;
+
+ protected:
+  double decay(std::int64_t s) const override {
+    const std::int64_t span = c_.total_steps - c_.warmup_steps;
+    if (s >= span) return c_.min_lr;
+    const double t = static_cast<double>(s) / static_cast<double>(span);
+    return c_.min_lr + (static_cast<double>(c_.base_lr) - c_.min_lr) * 0.5 *
+                           (1.0 + std::cos(std::numbers::pi * t));
+  }
+};
+
+template <typename T>
+void require(bool ok, const ScheduleConfig& c, const char* field, const char* rule, T value) {
+  if (!ok)
+    EPOCH_THROW(ConfigError, "lr schedule '", c.name, "': ", field, " ", rule, " (got ", value,
+                ")");
+}
+
+}  // namespace
+
+std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& c) {
+  const bool known = c.name == "constant" || c.name == "step" || c.name == "cosine";
+  if (!known)
+    EPOCH_THROW(ConfigError, "unknown lr schedule '", c.name, "' (valid: ", kValidNames, ")");
+  require(std::isfinite(c.base_lr) && c.base_lr >= 0.0f, c, "base_lr", "must be finite and >= 0",
+          c.base_lr);
+  require(c.warmup_steps >= 0, c, "warmup_steps", "must be >= 0", c.warmup_steps);
+  require(c.warmup_start_factor >= 0.0f && c.warmup_start_factor <= 1.0f, c, "warmup_start_factor",
+          "must be in [0, 1]", c.warmup_start_factor);
+  if (c.name == "constant") return std::make_unique<ConstantLr>(c);
+  if (c.name == "step") {
+    require(c.step_size > 0, c, "step_size", "must be > 0", c.step_size);
+    require(std::isfinite(c.gamma) && c.gamma > 0.0f, c, "gamma", "must be finite and > 0",
+            c.gamma);
+    return std::make_unique<StepLr>(c);
+  }
+  require(c.total_steps > c.warmup_steps, c, "total_steps", "must exceed warmup_steps",
+          c.total_steps);
+  require(c.min_lr >= 0.0f && c.min_lr <= c.base_lr, c, "min_lr", "must be in [0, base_lr]",
+          c.min_lr);
+  return std::make_unique<CosineLr>(c);
+}
+
+}  // namespace epoch::optim
