@@ -9,6 +9,9 @@
 #if EPOCH_WITH_ONEDNN
 #include "cpu/conv2d_onednn.h"
 #endif
+#if EPOCH_WITH_CUDNN
+#include "cuda/conv2d_cudnn.h"
+#endif
 
 namespace epoch::ops {
 namespace {
@@ -76,6 +79,11 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
       cpu::conv2d_forward(d, xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr, y.f32());
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
+      cuda::cudnn::conv2d_forward(d, xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr,
+                                  y.f32());
+      return y;
+#endif
       break;
   }
   no_backend("conv2d_forward", dev);
@@ -108,6 +116,12 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
                            g.dw.f32(), has_bias ? g.db.f32() : nullptr);
       return g;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
+      cuda::cudnn::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(),
+                                   need_dx ? g.dx.f32() : nullptr, g.dw.f32(),
+                                   has_bias ? g.db.f32() : nullptr);
+      return g;
+#endif
       break;
   }
   no_backend("conv2d_backward", dev);

@@ -6,6 +6,10 @@
 #include "epoch/ops/backend.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_CUDA
+#include "cuda/linear_cuda.h"
+#endif
+
 namespace epoch::ops {
 namespace {
 
@@ -43,6 +47,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
       cpu::gemm(transpose_a, transpose_b, M, N, K, ac.f32(), bc.f32(), c.f32());
       return c;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::gemm(transpose_a, transpose_b, M, N, K, ac.f32(), bc.f32(), c.f32());
+      return c;
+#endif
       break;
   }
   no_backend("matmul", dev);
@@ -68,6 +76,11 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
                           OUT);
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::linear_forward(xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr, y.f32(), N, IN,
+                           OUT);
+      return y;
+#endif
       break;
   }
   no_backend("linear_forward", dev);
@@ -96,6 +109,11 @@ LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
                            g.dw.f32(), has_bias ? g.db.f32() : nullptr, N, IN, OUT);
       return g;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::linear_backward(dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
+                            g.dw.f32(), has_bias ? g.db.f32() : nullptr, N, IN, OUT);
+      return g;
+#endif
       break;
   }
   no_backend("linear_backward", dev);
@@ -115,6 +133,10 @@ Tensor bias_add_forward(const Tensor& x, const Tensor& b) {
       cpu::bias_add_forward(xc.f32(), bc.f32(), y.f32(), v.outer, v.C, v.inner);
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::bias_add_forward(xc.f32(), bc.f32(), y.f32(), v.outer, v.C, v.inner);
+      return y;
+#endif
       break;
   }
   no_backend("bias_add_forward", dev);
@@ -131,6 +153,10 @@ Tensor bias_add_backward(const Tensor& dy) {
       cpu::bias_add_backward(dyc.f32(), db.f32(), v.outer, v.C, v.inner);
       return db;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::bias_add_backward(dyc.f32(), db.f32(), v.outer, v.C, v.inner);
+      return db;
+#endif
       break;
   }
   no_backend("bias_add_backward", dev);

@@ -9,6 +9,9 @@
 #if EPOCH_WITH_ONEDNN
 #include "cpu/pool_onednn.h"
 #endif
+#if EPOCH_WITH_CUDA
+#include "cuda/pool_cuda.h"
+#endif
 
 namespace epoch::ops {
 namespace {
@@ -85,6 +88,11 @@ MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
       cpu::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
       return r;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
+      cuda::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
+      return r;
+#endif
       break;
   }
   no_backend("max_pool2d_forward", dev);
@@ -123,6 +131,14 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
                   shape_str(fwd.indices.shape()),
                   " are neither i32 argmax positions nor a workspace this build can read");
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      EPOCH_CHECK(reference_indices(fwd), "max_pool2d_backward: indices ",
+                  shape_str(fwd.indices.shape()), " are not the i32 argmax positions of ",
+                  "a CUDA max_pool2d_forward");
+      cuda::max_pool2d_backward(d, dyc.f32(), fwd.indices.contiguous().data<std::int32_t>(),
+                                dx.f32());
+      return dx;
+#endif
       break;
   }
   no_backend("max_pool2d_backward", dev);
@@ -145,6 +161,10 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
       cpu::avg_pool2d_forward(d, p.count_include_pad, xc.f32(), y.f32());
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::avg_pool2d_forward(d, p.count_include_pad, xc.f32(), y.f32());
+      return y;
+#endif
       break;
   }
   no_backend("avg_pool2d_forward", dev);
@@ -170,6 +190,10 @@ Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dP
       cpu::avg_pool2d_backward(d, p.count_include_pad, dyc.f32(), dx.f32());
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::avg_pool2d_backward(d, p.count_include_pad, dyc.f32(), dx.f32());
+      return dx;
+#endif
       break;
   }
   no_backend("avg_pool2d_backward", dev);
@@ -189,6 +213,11 @@ Tensor global_avg_pool2d_forward(const Tensor& x) {
                                      x.size(2) * x.size(3));
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::global_avg_pool2d_forward(xc.f32(), y.f32(), x.size(0) * x.size(1),
+                                      x.size(2) * x.size(3));
+      return y;
+#endif
       break;
   }
   no_backend("global_avg_pool2d_forward", dev);
@@ -210,6 +239,11 @@ Tensor global_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape) {
                                       x_shape[2] * x_shape[3]);
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::global_avg_pool2d_backward(dyc.f32(), dx.f32(), x_shape[0] * x_shape[1],
+                                       x_shape[2] * x_shape[3]);
+      return dx;
+#endif
       break;
   }
   no_backend("global_avg_pool2d_backward", dev);
