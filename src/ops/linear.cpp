@@ -6,6 +6,10 @@
 #include "epoch/ops/backend.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_ONEDNN
+#include "cpu/linear_onednn.h"
+#endif
+
 #if EPOCH_WITH_CUDA
 #include "cuda/linear_cuda.h"
 #endif
@@ -44,6 +48,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   Tensor c = Tensor::empty({M, N}, DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::gemm(transpose_a, transpose_b, M, N, K, ac.f32(), bc.f32(), c.f32());
+        return c;
+      }
+#endif
       cpu::gemm(transpose_a, transpose_b, M, N, K, ac.f32(), bc.f32(), c.f32());
       return c;
     case DeviceType::cuda:
@@ -72,6 +82,13 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = Tensor::empty({N, OUT}, DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::linear_forward(xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr,
+                                    y.f32(), N, IN, OUT);
+        return y;
+      }
+#endif
       cpu::linear_forward(xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr, y.f32(), N, IN,
                           OUT);
       return y;
@@ -105,6 +122,13 @@ LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
   if (has_bias) g.db = Tensor::empty({OUT}, DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::linear_backward(dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
+                                     g.dw.f32(), has_bias ? g.db.f32() : nullptr, N, IN, OUT);
+        return g;
+      }
+#endif
       cpu::linear_backward(dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
                            g.dw.f32(), has_bias ? g.db.f32() : nullptr, N, IN, OUT);
       return g;
