@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "epoch/ops/backend.h"
 #include "epoch/tensor/storage.h"
 #include "epoch/tensor/tensor.h"
 
@@ -17,5 +18,15 @@ namespace epoch::testing {
 
 /// The tensor on cuda:0 (a copy).
 inline Tensor on_cuda(const Tensor& t) { return t.to(Device::cuda()); }
+
+/// Fixture for CPU-vs-CUDA parity tests: skips without a device, and makes the CPU side use
+/// the plain reference kernels (the oracle) rather than oneDNN.
+class CudaParityTest : public ::testing::Test {
+ protected:
+  void SetUp() override { EPOCH_REQUIRE_CUDA(); }
+
+ private:
+  ops::CpuKernelsGuard reference_{ops::CpuKernels::reference};
+};
 
 }  // namespace epoch::testing
