@@ -13,6 +13,8 @@ using autograd::record;
 using Grads = std::vector<Tensor>;
 
 Tensor dropout(const Tensor& x, float p, bool training, std::uint64_t seed, std::uint64_t key) {
+  // A bad rate is an error in evaluation too, not only once training starts.
+  EPOCH_CHECK(p >= 0.0f && p < 1.0f, "dropout: p = ", p, " is outside [0, 1)");
   if (!training || p == 0.0f) return x;
   ops::DropoutResult r = ops::dropout_forward(x, p, seed, key);
   if (needs_grad(x))

@@ -1,0 +1,87 @@
+// Reference activation kernels (see activation_cpu.h): OpenMP SIMD loops over elements,
+// softmax parallel over rows with each row reduced serially in a fixed order.
+#include "cpu/activation_cpu.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace epoch::cpu {
+
+void relu_forward(const float* x, float* y, std::int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void relu_backward(const float* dy, const float* x, float* dx, std::int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void sigmoid_forward(const float* x, float* y, std::int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) {
+    // e = exp(-|x|) never overflows; sigmoid(x) = 1/(1+e) for x >= 0 and e/(1+e) for x < 0.
+    const float e = std::exp(-std::fabs(x[i]));
+    const float r = 1.0f / (1.0f + e);
+    y[i] = x[i] >= 0.0f ? r : e * r;
+  }
+}
+
+void sigmoid_backward(const float* dy, const float* y, float* dx, std::int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+}
+
+void tanh_forward(const float* x, float* y, std::int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+}
+
+void tanh_backward(const float* dy, const float* y, float* dx, std::int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+void hard_sigmoid_forward(const float* x, float* y, std::int64_t n, float slope, float offset) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(slope * x[i] + offset, 0.0f), 1.0f);
+}
+
+void hard_sigmoid_backward(const float* dy, const float* x, float* dx, std::int64_t n, float slope,
+                           float offset) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float z = slope * x[i] + offset;
+    dx[i] = z > 0.0f && z < 1.0f ? dy[i] * slope : 0.0f;
+  }
+}
+
+void clip_forward(const float* x, float* y, std::int64_t n, float lo, float hi) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i], lo), hi);
+}
+
+void clip_backward(const float* dy, const float* x, float* dx, std::int64_t n, float lo, float hi) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = x[i] > lo && x[i] < hi ? dy[i] : 0.0f;
+}
+
+void softmax_forward(const float* x, float* y, std::int64_t N, std::int64_t K) {
+#pragma omp parallel for schedule(static) if (N * K > 32768)
+  for (std::int64_t row = 0; row < N; ++row) {
+    const float* xr = x + row * K;  // (K)
+    float* yr = y + row * K;        // (K)
+    float m = xr[0];
+    for (std::int64_t k = 1; k < K; ++k) m = std::max(m, xr[k]);
+    double s = 0.0;
+    for (std::int64_t k = 0; k < K; ++k) {
+      yr[k] = std::exp(xr[k] - m);
+      s += yr[k];
+    }
+    const float inv = static_cast<float>(1.0 / s);
+#pragma omp simd
+    for (std::int64_t k = 0; k < K; ++k) yr[k] *= inv;
+  }
+}
+
+}  // namespace epoch::cpu

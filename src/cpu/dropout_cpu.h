@@ -1,0 +1,20 @@
+// Reference CPU kernels for inverted dropout. The keep decision of element i is a pure function
+// of (seed, key, i) through RandomStream::bits_at, so any thread count gives the same mask.
+#pragma once
+
+#include <cstdint>
+
+namespace epoch::cpu {
+
+/// Element i is kept iff uniform_i = (bits_at(i) >> 8) * 2^-24 >= p; kept elements are scaled by
+/// 1 / (1 - p). Requires 0 <= p < 1.
+void dropout_forward(const float* x,  // (n)
+                     float* y,        // (n) x * mask
+                     float* mask,     // (n) 0 or 1 / (1 - p)
+                     std::int64_t n, float p, std::uint64_t seed, std::uint64_t key);
+void dropout_backward(const float* dy,    // (n)
+                      const float* mask,  // (n) from dropout_forward
+                      float* dx,          // (n) dy * mask
+                      std::int64_t n);
+
+}  // namespace epoch::cpu

@@ -1,0 +1,183 @@
+// Activations and clipping: argument checks, then dispatch by device to the kernels.
+#include "epoch/ops/activation.h"
+
+#include <cmath>
+
+#include "cpu/activation_cpu.h"
+#include "ops/dispatch.h"
+
+namespace epoch::ops {
+namespace {
+
+// Checks dy and the saved tensor t (input or output of forward) agree; returns their device.
+Device check_backward(const char* op, const Tensor& dy, const char* t_name, const Tensor& t) {
+  check_f32(op, "dy", dy);
+  check_f32(op, t_name, t);
+  EPOCH_CHECK(dy.shape() == t.shape(), op, ": dy ", shape_str(dy.shape()), " and ", t_name, " ",
+              shape_str(t.shape()), " differ in shape");
+  return common_device(op, dy, t);
+}
+
+}  // namespace
+
+Tensor relu_forward(const Tensor& x_in) {
+  check_f32("relu_forward", "x", x_in);
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  switch (x.device().type) {
+    case DeviceType::cpu:
+      cpu::relu_forward(x.f32(), y.f32(), x.numel());
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("relu_forward", x.device());
+}
+
+Tensor relu_backward(const Tensor& dy_in, const Tensor& x_in) {
+  const Device d = check_backward("relu_backward", dy_in, "x", x_in);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
+  Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
+  switch (d.type) {
+    case DeviceType::cpu:
+      cpu::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel());
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("relu_backward", d);
+}
+
+Tensor sigmoid_forward(const Tensor& x_in) {
+  check_f32("sigmoid_forward", "x", x_in);
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  switch (x.device().type) {
+    case DeviceType::cpu:
+      cpu::sigmoid_forward(x.f32(), y.f32(), x.numel());
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("sigmoid_forward", x.device());
+}
+
+Tensor sigmoid_backward(const Tensor& dy_in, const Tensor& y_in) {
+  const Device d = check_backward("sigmoid_backward", dy_in, "y", y_in);
+  const Tensor dy = dy_in.contiguous(), y = y_in.contiguous();
+  Tensor dx = Tensor::empty(y.shape(), DType::f32, d);
+  switch (d.type) {
+    case DeviceType::cpu:
+      cpu::sigmoid_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("sigmoid_backward", d);
+}
+
+Tensor tanh_forward(const Tensor& x_in) {
+  check_f32("tanh_forward", "x", x_in);
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  switch (x.device().type) {
+    case DeviceType::cpu:
+      cpu::tanh_forward(x.f32(), y.f32(), x.numel());
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("tanh_forward", x.device());
+}
+
+Tensor tanh_backward(const Tensor& dy_in, const Tensor& y_in) {
+  const Device d = check_backward("tanh_backward", dy_in, "y", y_in);
+  const Tensor dy = dy_in.contiguous(), y = y_in.contiguous();
+  Tensor dx = Tensor::empty(y.shape(), DType::f32, d);
+  switch (d.type) {
+    case DeviceType::cpu:
+      cpu::tanh_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("tanh_backward", d);
+}
+
+Tensor hard_sigmoid_forward(const Tensor& x_in, float slope, float offset) {
+  check_f32("hard_sigmoid_forward", "x", x_in);
+  EPOCH_CHECK(std::isfinite(slope) && std::isfinite(offset), "hard_sigmoid_forward: slope ", slope,
+              " and offset ", offset, " must be finite");
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  switch (x.device().type) {
+    case DeviceType::cpu:
+      cpu::hard_sigmoid_forward(x.f32(), y.f32(), x.numel(), slope, offset);
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("hard_sigmoid_forward", x.device());
+}
+
+Tensor hard_sigmoid_backward(const Tensor& dy_in, const Tensor& x_in, float slope, float offset) {
+  const Device d = check_backward("hard_sigmoid_backward", dy_in, "x", x_in);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
+  Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
+  switch (d.type) {
+    case DeviceType::cpu:
+      cpu::hard_sigmoid_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), slope, offset);
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("hard_sigmoid_backward", d);
+}
+
+Tensor clip_forward(const Tensor& x_in, float lo, float hi) {
+  check_f32("clip_forward", "x", x_in);
+  EPOCH_CHECK(lo <= hi, "clip_forward: lo ", lo, " is above hi ", hi);
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  switch (x.device().type) {
+    case DeviceType::cpu:
+      cpu::clip_forward(x.f32(), y.f32(), x.numel(), lo, hi);
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("clip_forward", x.device());
+}
+
+Tensor clip_backward(const Tensor& dy_in, const Tensor& x_in, float lo, float hi) {
+  const Device d = check_backward("clip_backward", dy_in, "x", x_in);
+  EPOCH_CHECK(lo <= hi, "clip_backward: lo ", lo, " is above hi ", hi);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
+  Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
+  switch (d.type) {
+    case DeviceType::cpu:
+      cpu::clip_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), lo, hi);
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("clip_backward", d);
+}
+
+Tensor softmax_forward(const Tensor& x_in) {
+  check_f32("softmax_forward", "x", x_in);
+  EPOCH_CHECK(x_in.ndim() == 2 && x_in.size(1) >= 1,
+              "softmax_forward: x must be (N, K) with K >= 1, got ", shape_str(x_in.shape()));
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  switch (x.device().type) {
+    case DeviceType::cpu:
+      cpu::softmax_forward(x.f32(), y.f32(), x.size(0), x.size(1));
+      return y;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("softmax_forward", x.device());
+}
+
+}  // namespace epoch::ops

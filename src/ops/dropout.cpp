@@ -1,0 +1,44 @@
+// Inverted dropout: argument checks, then dispatch by device.
+#include "epoch/ops/dropout.h"
+
+#include "cpu/dropout_cpu.h"
+#include "ops/dispatch.h"
+
+namespace epoch::ops {
+
+DropoutResult dropout_forward(const Tensor& x_in, float p, std::uint64_t seed, std::uint64_t key) {
+  check_f32("dropout_forward", "x", x_in);
+  EPOCH_CHECK(p >= 0.0f && p < 1.0f, "dropout_forward: p = ", p, " is outside [0, 1)");
+  const Tensor x = x_in.contiguous();
+  DropoutResult r;
+  r.y = Tensor::empty(x.shape(), DType::f32, x.device());
+  r.mask = Tensor::empty(x.shape(), DType::f32, x.device());
+  switch (x.device().type) {
+    case DeviceType::cpu:
+      cpu::dropout_forward(x.f32(), r.y.f32(), r.mask.f32(), x.numel(), p, seed, key);
+      return r;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("dropout_forward", x.device());
+}
+
+Tensor dropout_backward(const Tensor& dy_in, const Tensor& mask_in) {
+  check_f32("dropout_backward", "dy", dy_in);
+  check_f32("dropout_backward", "mask", mask_in);
+  EPOCH_CHECK(dy_in.shape() == mask_in.shape(), "dropout_backward: dy ", shape_str(dy_in.shape()),
+              " and mask ", shape_str(mask_in.shape()), " differ in shape");
+  const Device d = common_device("dropout_backward", dy_in, mask_in);
+  const Tensor dy = dy_in.contiguous(), mask = mask_in.contiguous();
+  Tensor dx = Tensor::empty(dy.shape(), DType::f32, d);
+  switch (d.type) {
+    case DeviceType::cpu:
+      cpu::dropout_backward(dy.f32(), mask.f32(), dx.f32(), dy.numel());
+      return dx;
+    case DeviceType::cuda:
+      break;
+  }
+  no_backend("dropout_backward", d);
+}
+
+}  // namespace epoch::ops
