@@ -139,6 +139,23 @@ TEST(Activation, GradchecksAwayFromKinks) {
       [](const std::vector<Tensor>& in) { return clip(in[0], -0.5f, 0.5f); }, {c}));
 }
 
+TEST(Activation, GradientsAccumulateAndStayFiniteWhenSaturated) {
+  Tensor x = Tensor::from_vector({4}, {-100.0f, -1.0f, 2.0f, 100.0f}).set_requires_grad(true);
+  sum(sigmoid(x)).backward();
+  const std::vector<float> once = x.grad().to_vector();
+  sum(sigmoid(x)).backward();
+  const std::vector<float> twice = x.grad().to_vector();
+  for (std::size_t i = 0; i < once.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(once[i]));
+    EXPECT_FLOAT_EQ(twice[i], 2.0f * once[i]);
+  }
+  EXPECT_EQ(once[3], 0.0f);  // sigmoid(100) is exactly 1 in float
+  EXPECT_NEAR(once[1], std::exp(-1.0) / std::pow(1.0 + std::exp(-1.0), 2.0), 1e-6);
+  x.zero_grad();
+  sum(relu(x)).backward();
+  EXPECT_TRUE(testing::allclose(x.grad(), Tensor::from_vector({4}, {0, 0, 1, 1})));
+}
+
 TEST(Activation, BadArgumentsThrow) {
   const Tensor x = Tensor::from_vector({2, 2}, {1, 2, 3, 4});
   const Tensor labels = Tensor::from_ints({2}, std::vector<std::int32_t>{0, 1});
