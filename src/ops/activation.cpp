@@ -6,6 +6,10 @@
 #include "cpu/activation_cpu.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_CUDA
+#include "cuda/activation_cuda.h"
+#endif
+
 namespace epoch::ops {
 namespace {
 
@@ -29,6 +33,10 @@ Tensor relu_forward(const Tensor& x_in) {
       cpu::relu_forward(x.f32(), y.f32(), x.numel());
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::relu_forward(x.f32(), y.f32(), x.numel());
+      return y;
+#endif
       break;
   }
   no_backend("relu_forward", x.device());
@@ -43,6 +51,10 @@ Tensor relu_backward(const Tensor& dy_in, const Tensor& x_in) {
       cpu::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel());
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel());
+      return dx;
+#endif
       break;
   }
   no_backend("relu_backward", d);
@@ -57,6 +69,10 @@ Tensor sigmoid_forward(const Tensor& x_in) {
       cpu::sigmoid_forward(x.f32(), y.f32(), x.numel());
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::sigmoid_forward(x.f32(), y.f32(), x.numel());
+      return y;
+#endif
       break;
   }
   no_backend("sigmoid_forward", x.device());
@@ -71,6 +87,10 @@ Tensor sigmoid_backward(const Tensor& dy_in, const Tensor& y_in) {
       cpu::sigmoid_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::sigmoid_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
+      return dx;
+#endif
       break;
   }
   no_backend("sigmoid_backward", d);
@@ -85,6 +105,10 @@ Tensor tanh_forward(const Tensor& x_in) {
       cpu::tanh_forward(x.f32(), y.f32(), x.numel());
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::tanh_forward(x.f32(), y.f32(), x.numel());
+      return y;
+#endif
       break;
   }
   no_backend("tanh_forward", x.device());
@@ -99,6 +123,10 @@ Tensor tanh_backward(const Tensor& dy_in, const Tensor& y_in) {
       cpu::tanh_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::tanh_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
+      return dx;
+#endif
       break;
   }
   no_backend("tanh_backward", d);
@@ -115,6 +143,10 @@ Tensor hard_sigmoid_forward(const Tensor& x_in, float slope, float offset) {
       cpu::hard_sigmoid_forward(x.f32(), y.f32(), x.numel(), slope, offset);
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::hard_sigmoid_forward(x.f32(), y.f32(), x.numel(), slope, offset);
+      return y;
+#endif
       break;
   }
   no_backend("hard_sigmoid_forward", x.device());
@@ -129,6 +161,10 @@ Tensor hard_sigmoid_backward(const Tensor& dy_in, const Tensor& x_in, float slop
       cpu::hard_sigmoid_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), slope, offset);
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::hard_sigmoid_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), slope, offset);
+      return dx;
+#endif
       break;
   }
   no_backend("hard_sigmoid_backward", d);
@@ -144,6 +180,10 @@ Tensor clip_forward(const Tensor& x_in, float lo, float hi) {
       cpu::clip_forward(x.f32(), y.f32(), x.numel(), lo, hi);
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::clip_forward(x.f32(), y.f32(), x.numel(), lo, hi);
+      return y;
+#endif
       break;
   }
   no_backend("clip_forward", x.device());
@@ -159,6 +199,10 @@ Tensor clip_backward(const Tensor& dy_in, const Tensor& x_in, float lo, float hi
       cpu::clip_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), lo, hi);
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::clip_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), lo, hi);
+      return dx;
+#endif
       break;
   }
   no_backend("clip_backward", d);
@@ -175,6 +219,10 @@ Tensor softmax_forward(const Tensor& x_in) {
       cpu::softmax_forward(x.f32(), y.f32(), x.size(0), x.size(1));
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::softmax_forward(x.f32(), y.f32(), x.size(0), x.size(1));
+      return y;
+#endif
       break;
   }
   no_backend("softmax_forward", x.device());

@@ -4,6 +4,10 @@
 #include "cpu/dropout_cpu.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_CUDA
+#include "cuda/dropout_cuda.h"
+#endif
+
 namespace epoch::ops {
 
 DropoutResult dropout_forward(const Tensor& x_in, float p, std::uint64_t seed, std::uint64_t key) {
@@ -18,6 +22,10 @@ DropoutResult dropout_forward(const Tensor& x_in, float p, std::uint64_t seed, s
       cpu::dropout_forward(x.f32(), r.y.f32(), r.mask.f32(), x.numel(), p, seed, key);
       return r;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::dropout_forward(x.f32(), r.y.f32(), r.mask.f32(), x.numel(), p, seed, key);
+      return r;
+#endif
       break;
   }
   no_backend("dropout_forward", x.device());
@@ -36,6 +44,10 @@ Tensor dropout_backward(const Tensor& dy_in, const Tensor& mask_in) {
       cpu::dropout_backward(dy.f32(), mask.f32(), dx.f32(), dy.numel());
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::dropout_backward(dy.f32(), mask.f32(), dx.f32(), dy.numel());
+      return dx;
+#endif
       break;
   }
   no_backend("dropout_backward", d);

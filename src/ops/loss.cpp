@@ -4,6 +4,10 @@
 #include "cpu/loss_cpu.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_CUDA
+#include "cuda/loss_cuda.h"
+#endif
+
 namespace epoch::ops {
 namespace {
 
@@ -56,6 +60,12 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const Tensor& logits_in,
           logits.f32(), labels.data<std::int32_t>(), r.probs.f32(), N, K)));
       return r;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      r.loss = Tensor::empty({}, DType::f32, d);  // stays on the device
+      cuda::softmax_cross_entropy_forward(logits.f32(), labels.data<std::int32_t>(),
+                                          r.probs.f32(), r.loss.f32(), N, K);
+      return r;
+#endif
       break;
   }
   no_backend(op, d);
@@ -76,6 +86,11 @@ Tensor softmax_cross_entropy_backward(float dloss, const Tensor& probs_in,
                                           dlogits.f32(), N, K);
       return dlogits;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::softmax_cross_entropy_backward(dloss, probs.f32(), labels.data<std::int32_t>(),
+                                           dlogits.f32(), N, K);
+      return dlogits;
+#endif
       break;
   }
   no_backend(op, d);
@@ -90,6 +105,13 @@ Tensor bce_with_logits_forward(const Tensor& logits_in, const Tensor& targets_in
       return Tensor::scalar(
           static_cast<float>(cpu::bce_with_logits_forward(x.f32(), t.f32(), x.numel())));
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+    {
+      Tensor loss = Tensor::empty({}, DType::f32, d);  // stays on the device
+      cuda::bce_with_logits_forward(x.f32(), t.f32(), loss.f32(), x.numel());
+      return loss;
+    }
+#endif
       break;
   }
   no_backend(op, d);
@@ -105,6 +127,10 @@ Tensor bce_with_logits_backward(float dloss, const Tensor& logits_in, const Tens
       cpu::bce_with_logits_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::bce_with_logits_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
+      return dx;
+#endif
       break;
   }
   no_backend(op, d);
@@ -118,6 +144,13 @@ Tensor mse_forward(const Tensor& x_in, const Tensor& target_in) {
     case DeviceType::cpu:
       return Tensor::scalar(static_cast<float>(cpu::mse_forward(x.f32(), t.f32(), x.numel())));
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+    {
+      Tensor loss = Tensor::empty({}, DType::f32, d);  // stays on the device
+      cuda::mse_forward(x.f32(), t.f32(), loss.f32(), x.numel());
+      return loss;
+    }
+#endif
       break;
   }
   no_backend(op, d);
@@ -133,6 +166,10 @@ Tensor mse_backward(float dloss, const Tensor& x_in, const Tensor& target_in) {
       cpu::mse_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::mse_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
+      return dx;
+#endif
       break;
   }
   no_backend(op, d);
@@ -146,6 +183,13 @@ Tensor l1_forward(const Tensor& x_in, const Tensor& target_in) {
     case DeviceType::cpu:
       return Tensor::scalar(static_cast<float>(cpu::l1_forward(x.f32(), t.f32(), x.numel())));
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+    {
+      Tensor loss = Tensor::empty({}, DType::f32, d);  // stays on the device
+      cuda::l1_forward(x.f32(), t.f32(), loss.f32(), x.numel());
+      return loss;
+    }
+#endif
       break;
   }
   no_backend(op, d);
@@ -161,6 +205,10 @@ Tensor l1_backward(float dloss, const Tensor& x_in, const Tensor& target_in) {
       cpu::l1_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::l1_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
+      return dx;
+#endif
       break;
   }
   no_backend(op, d);
