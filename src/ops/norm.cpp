@@ -6,6 +6,10 @@
 #include "epoch/ops/backend.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_ONEDNN
+#include "cpu/norm_onednn.h"
+#endif
+
 namespace epoch::ops {
 namespace {
 
@@ -57,6 +61,15 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
   r.save_invstd = Tensor::empty({d.C}, DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
+                                        running_var.f32(), r.y.f32(), r.save_mean.f32(),
+                                        r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum,
+                                        eps);
+        return r;
+      }
+#endif
       cpu::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
                               running_var.f32(), r.y.f32(), r.save_mean.f32(),
                               r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
@@ -86,6 +99,14 @@ BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tens
   g.dbeta = Tensor::empty({d.C}, DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn()) {
+        cpu::onednn::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(),
+                                         g.dx.f32(), g.dgamma.f32(), g.dbeta.f32(), d.N, d.C,
+                                         d.HW, training);
+        return g;
+      }
+#endif
       cpu::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(), g.dx.f32(),
                                g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
       return g;
@@ -102,6 +123,13 @@ Tensor lrn_forward(const Tensor& x, const LrnParams& p) {
   Tensor y = Tensor::empty(x.shape(), DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn() && p.size % 2 == 1) {  // oneDNN centres the window: odd sizes only
+        cpu::onednn::lrn_forward(xc.f32(), y.f32(), x.size(0), x.size(1), x.size(2) * x.size(3),
+                                 p.size, p.alpha, p.beta, p.k);
+        return y;
+      }
+#endif
       cpu::lrn_forward(xc.f32(), y.f32(), x.size(0), x.size(1), x.size(2) * x.size(3), p.size,
                        p.alpha, p.beta, p.k);
       return y;
@@ -123,6 +151,13 @@ Tensor lrn_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const Lr
   Tensor dx = Tensor::empty(x.shape(), DType::f32, dev);
   switch (dev.type) {
     case DeviceType::cpu:
+#if EPOCH_WITH_ONEDNN
+      if (use_onednn() && p.size % 2 == 1) {
+        cpu::onednn::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), x.size(0), x.size(1),
+                                  x.size(2) * x.size(3), p.size, p.alpha, p.beta, p.k);
+        return dx;
+      }
+#endif
       cpu::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), x.size(0), x.size(1),
                         x.size(2) * x.size(3), p.size, p.alpha, p.beta, p.k);
       return dx;
