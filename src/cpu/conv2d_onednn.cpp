@@ -164,6 +164,10 @@ bool use_blocked(const Conv2dDims& d, ConvLayout layout) {
 
 bool empty(const Conv2dDims& d) { return d.N == 0 || d.OH <= 0 || d.OW <= 0 || d.C == 0; }
 
+std::int64_t macs(const Conv2dDims& d) {
+  return d.N * d.OC * d.OH * d.OW * (d.C / d.groups) * d.KH * d.KW;
+}
+
 }  // namespace
 
 ConvLayout conv2d_chosen_layout(const Conv2dDims& d) {
@@ -175,6 +179,7 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
                     float* y, ConvLayout layout) {
   if (empty(d)) return;
   guarded("conv2d_forward (oneDNN)", [&] {
+    const SerialIfSmall serial(macs(d));
     const bool any = use_blocked(d, layout);
     const bool has_bias = b != nullptr;
     auto f = cached<ForwardBundle>(conv_key("conv2d_fwd", d, any, has_bias, false),
@@ -201,6 +206,7 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
     return;
   }
   guarded("conv2d_backward (oneDNN)", [&] {
+    const SerialIfSmall serial(macs(d));
     const bool any = use_blocked(d, layout);
     const bool need_dx = dx != nullptr, has_bias = db != nullptr;
     auto bw = cached<BackwardBundle>(

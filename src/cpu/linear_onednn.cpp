@@ -69,6 +69,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
     return;
   }
   guarded("gemm (oneDNN)", [&] {
+    const SerialIfSmall serial(M * N * K);
     run(*matmul_bundle(trans_a, trans_b, M, N, K, false, accumulate), a, b, nullptr, c);
   });
 }
@@ -82,6 +83,7 @@ void linear_forward(const float* x, const float* w, const float* b, float* y, st
     return;
   }
   guarded("linear_forward (oneDNN)", [&] {
+    const SerialIfSmall serial(N * IN * OUT);
     // y (N, OUT) = x (N, IN) w^T (IN, OUT) + b
     run(*matmul_bundle(false, true, N, OUT, IN, b != nullptr, false), x, w, b, y);
   });

@@ -89,6 +89,7 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta,
                         bool training, float momentum, float eps) {
   if (C == 0) return;
   guarded("batch_norm_forward (oneDNN)", [&] {
+    const SerialIfSmall serial(N * C * HW);
     auto f = cached<BnForwardBundle>(bn_key("bn_fwd", N, C, HW, eps, training), [&] {
       const memory::desc data = plain_md({N, C, HW, 1});  // 4-D: the ncsp kernels
       BnFwd::primitive_desc pd = bn_forward_pd(data, eps, training);
@@ -131,6 +132,7 @@ void batch_norm_backward(const float* dy, const float* x, const float* gamma,
                          std::int64_t HW, bool training) {
   if (C == 0) return;
   guarded("batch_norm_backward (oneDNN)", [&] {
+    const SerialIfSmall serial(N * C * HW);
     // Any eps gives the same result once the variance is rebuilt from invstd with it.
     const float eps = 1e-5f;
     auto b = cached<BnBackwardBundle>(bn_key("bn_bwd", N, C, HW, eps, training), [&] {
@@ -163,6 +165,7 @@ void lrn_forward(const float* x, float* y, std::int64_t N, std::int64_t C, std::
   check_lrn_size(size);
   if (N * C * HW == 0) return;
   guarded("lrn_forward (oneDNN)", [&] {
+    const SerialIfSmall serial(N * C * HW * size);
     auto f = cached<LrnForwardBundle>(lrn_key("lrn_fwd", N, C, HW, size, alpha, beta, k), [&] {
       const memory::desc data = plain_md({N, C, HW, 1});
       LrnFwd::primitive_desc pd = lrn_forward_pd(data, size, alpha, beta, k);
@@ -186,6 +189,7 @@ void lrn_backward(const float* dy, const float* x, const float* /*y*/, float* dx
   check_lrn_size(size);
   if (N * C * HW == 0) return;
   guarded("lrn_backward (oneDNN)", [&] {
+    const SerialIfSmall serial(N * C * HW * size);
     auto b = cached<LrnBackwardBundle>(lrn_key("lrn_bwd", N, C, HW, size, alpha, beta, k), [&] {
       const memory::desc data = plain_md({N, C, HW, 1});
       LrnFwd::primitive_desc fwd = lrn_forward_pd(data, size, alpha, beta, k);

@@ -20,6 +20,17 @@ dnnl::stream& stream() {
   return s;
 }
 
+SerialIfSmall::SerialIfSmall(std::int64_t work) {
+  if (work < kSerialWork && omp_get_max_threads() > 1) {
+    previous_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+  }
+}
+
+SerialIfSmall::~SerialIfSmall() {
+  if (previous_ > 0) omp_set_num_threads(previous_);
+}
+
 Key::Key(const char* op) : s_(op) { add(omp_get_max_threads()); }
 
 Key& Key::add(std::int64_t v) {

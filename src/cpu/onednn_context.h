@@ -23,6 +23,22 @@ dnnl::engine& engine();
 /// The calling thread's stream on engine() (streams are not meant to be shared by threads).
 dnnl::stream& stream();
 
+/// Runs a small problem on one thread: below kSerialWork multiply-adds (or element visits) a
+/// parallel region costs more than it saves, and far more when the cores are oversubscribed.
+/// Construct it before building a Key (the thread count is part of the key). Restores the
+/// calling thread's OpenMP thread count when it goes out of scope.
+class SerialIfSmall {
+ public:
+  static constexpr std::int64_t kSerialWork = 1 << 16;
+  explicit SerialIfSmall(std::int64_t work);
+  ~SerialIfSmall();
+  SerialIfSmall(const SerialIfSmall&) = delete;
+  SerialIfSmall& operator=(const SerialIfSmall&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 /// A cache key: the op kind, then integers (shapes, parameters) appended in a fixed order.
 /// The thread count is part of every key, since primitives size their work to it.
 class Key {

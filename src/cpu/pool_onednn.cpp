@@ -57,6 +57,9 @@ struct BackwardBundle {
   memory::desc diff_src, diff_dst, workspace;
 };
 
+std::int64_t work(const Pool2dDims& d) { return d.planes * d.OH * d.OW * d.KH * d.KW; }
+
+// Callers hold a SerialIfSmall(work(d)) so that the key's thread count is the one that runs.
 Key pool_key(const char* op, const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg) {
   Key k(op);
   k.add({d.planes, C, d.H, d.W, d.OH, d.OW, d.KH, d.KW, d.stride_h, d.stride_w, d.pad_top,
@@ -87,6 +90,7 @@ std::shared_ptr<const BackwardBundle> backward_bundle(const Pool2dDims& d, std::
 
 void run_forward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, const float* x,
                  float* y, std::uint8_t* workspace) {
+  const SerialIfSmall serial(work(d));
   auto f = forward_bundle(d, C, alg);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(f->src, x)},
                                        {DNNL_ARG_DST, wrap(f->dst, y)}};
@@ -97,6 +101,7 @@ void run_forward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, const
 
 void run_backward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, const float* dy,
                   const std::uint8_t* workspace, float* dx) {
+  const SerialIfSmall serial(work(d));
   auto b = backward_bundle(d, C, alg);
   std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, wrap(b->diff_dst, dy)},
                                        {DNNL_ARG_DIFF_SRC, wrap(b->diff_src, dx)}};
@@ -109,6 +114,7 @@ void run_backward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, cons
 
 std::int64_t max_pool2d_workspace_bytes(const Pool2dDims& d, std::int64_t C) {
   return guarded("max_pool2d (oneDNN)", [&] {
+    const SerialIfSmall serial(work(d));
     const auto f = forward_bundle(d, C, dnnl::algorithm::pooling_max);
     return static_cast<std::int64_t>(f->workspace.get_size());
   });
