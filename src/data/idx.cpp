@@ -8,13 +8,17 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <source_location>
 #include <vector>
 
 namespace epoch::data {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) {
-  throw IoError(path + ": " + problem);
+/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses.
+[[noreturn]] void fail(const std::string& path, const std::string& problem,
+                       std::source_location at = std::source_location::current()) {
+  throw IoError(path + ": " + problem + " [at " + at.file_name() + ":" +
+                std::to_string(at.line()) + "]");
 }
 
 std::string hex_byte(unsigned v) {

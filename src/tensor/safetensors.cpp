@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <source_location>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -28,8 +29,11 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the limit other readers apply too
 constexpr const char* kMetadataKey = "__metadata__";
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) {
-  throw IoError(path + ": " + problem);
+/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses.
+[[noreturn]] void fail(const std::string& path, const std::string& problem,
+                       std::source_location at = std::source_location::current()) {
+  throw IoError(path + ": " + problem + " [at " + at.file_name() + ":" +
+                std::to_string(at.line()) + "]");
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
