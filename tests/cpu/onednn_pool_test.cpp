@@ -2,8 +2,12 @@
 // inputs across a grid of windows, strides, asymmetric paddings and odd sizes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <ostream>
+#include <utility>
+#include <vector>
 
 #include "cpu/pool_cpu.h"
 #include "testing/testing.h"
@@ -85,7 +89,42 @@ INSTANTIATE_TEST_SUITE_P(
                       PoolCase{2, 3, 6, 7, 3, 3, 1, 1, 1, 1, 1, 1},
                       PoolCase{1, 17, 10, 6, 3, 2, 2, 1, 0, 2, 1, 0},
                       PoolCase{2, 32, 28, 28, 2, 2, 2, 2, 0, 0, 0, 0},
-                      PoolCase{3, 16, 13, 13, 3, 3, 2, 2, 0, 0, 0, 0}));
+                      PoolCase{3, 16, 13, 13, 3, 3, 2, 2, 0, 0, 0, 0},
+                      PoolCase{2, 3, 9, 10, 3, 3, 3, 3, 0, 0, 0, 0},
+                      PoolCase{1, 4, 8, 9, 2, 3, 2, 3, 0, 0, 0, 0}));
+
+// Windows that tile the input run a hand-written kernel; NaN and infinities take its slow
+// path, which must still agree with the reference (the first NaN of a window wins).
+TEST(OnednnPoolSpecialValues, NanAndInfinityMatchReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const auto& [k, values] : std::vector<std::pair<std::int64_t, std::vector<float>>>{
+           {2, {1, nan, 3, 2, 5, 6, nan, 7, -inf, inf, 0, 1, 4, nan, -inf, 2}},
+           {4, {1, 2, 3, 4, 5, nan, 7, 8, 9, 10, nan, 12, 13, 14, 15, 16}}}) {
+    cpu::Pool2dDims d;
+    d.planes = 1, d.H = 4, d.W = 4, d.KH = d.KW = d.stride_h = d.stride_w = k;
+    d.OH = d.OW = 4 / k;
+    const Tensor x = Tensor::from_vector({1, 1, 4, 4}, values);
+    const Shape ys{1, 1, d.OH, d.OW};
+    const Tensor dy = testing::random_tensor(ys, 15);
+    Tensor y_ref = Tensor::empty(ys), idx = Tensor::empty(ys, DType::i32);
+    Tensor dx_ref = Tensor::empty(x.shape());
+    cpu::max_pool2d_forward(d, x.f32(), y_ref.f32(), idx.data<std::int32_t>());
+    cpu::max_pool2d_backward(d, dy.f32(), idx.data<std::int32_t>(), dx_ref.f32());
+    Tensor y = Tensor::empty(ys), dx = Tensor::empty(x.shape());
+    Tensor ws = Tensor::empty({cpu::onednn::max_pool2d_workspace_bytes(d, 1)}, DType::u8);
+    cpu::onednn::max_pool2d_forward(d, 1, x.f32(), y.f32(), ws.data<std::uint8_t>());
+    cpu::onednn::max_pool2d_backward(d, 1, dy.f32(), ws.data<std::uint8_t>(), dx.f32());
+    const std::vector<float> a = y.to_vector(), e = y_ref.to_vector();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(std::isnan(a[i]), std::isnan(e[i])) << "window " << i << ", k " << k;
+      if (!std::isnan(e[i])) {
+        EXPECT_EQ(a[i], e[i]) << "window " << i << ", k " << k;
+      }
+    }
+    EXPECT_EQ(dx.to_vector(), dx_ref.to_vector()) << "k " << k;
+  }
+}
 
 TEST(OnednnPoolErrors, ChannelsMustDivideThePlanes) {
   cpu::Pool2dDims d;
