@@ -39,6 +39,19 @@ int main(int argc, char** argv) {
   epoch::cli::add_models_command(app, exit_code);
   epoch::cli::add_info_command(app, exit_code);
   epoch::cli::add_bench_command(app, exit_code);
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string valid;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      valid += (valid.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "epoch: error: unknown command '%s' (valid: %s)\n", argv[1],
+                   valid.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -139,8 +139,7 @@ ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::
           const float xf = static_cast<float>(x), yf = static_cast<float>(y);
           const float d2 = (xf - bx) * (xf - bx) + (yf - by) * (yf - by);
           pattern[static_cast<std::size_t>(y * width + x)] =
-              45.0f * std::cos(fx * xf + fy * yf + phase) + 80.0f * std::exp(-d2 * inv_two_sigma2) -
-              20.0f;
+              40.0f * std::cos(fx * xf + fy * yf + phase) + 190.0f * std::exp(-d2 * inv_two_sigma2);
         }
       }
       std::uint8_t* img = images + i * channels * plane;  // (C, H, W)
@@ -152,7 +151,7 @@ ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::
           const float noise = static_cast<float>(static_cast<std::int32_t>(r & 0xFFFFu) +
                                                  static_cast<std::int32_t>(r >> 16) - 65535) *
                               (34.0f / 65536.0f);
-          const float v = 128.0f + tint * pattern[static_cast<std::size_t>(j)] + noise;
+          const float v = 40.0f + tint * pattern[static_cast<std::size_t>(j)] + noise;
           img[c * plane + j] = static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0f, 255.0f)));
         }
       }

@@ -250,6 +250,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
     stored.resume = true;
     stored.progress_interactive = requested.progress_interactive;
     stored.quiet = requested.quiet;
+    stored.stop_after_epochs = requested.stop_after_epochs;
     c = stored;
     start_epoch = std::stoll(metadata_at(resume_file, "epoch"));
     global_step = std::stoll(metadata_at(resume_file, "step"));
@@ -306,7 +307,9 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   double train_seconds = 0.0;
   std::int64_t images_this_run = 0;
   EvalResult eval;
-  for (std::int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
+  const std::int64_t end_epoch =
+      c.stop_after_epochs > 0 ? std::min(c.epochs, start_epoch + c.stop_after_epochs) : c.epochs;
+  for (std::int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
     const std::vector<std::int64_t> order = data::epoch_order(n_train, c.seed, epoch, true);
     model.net->train(true);
     if (!c.quiet) progress.start_epoch(epoch + 1, c.epochs, steps_per_epoch);
@@ -376,7 +379,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
       progress.end_epoch(line);
     }
   }
-  result.epochs = c.epochs;
+  result.epochs = end_epoch;
   result.steps = global_step;
   result.test_loss = eval.loss;
   result.test_accuracy = eval.accuracy;

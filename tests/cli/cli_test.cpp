@@ -20,16 +20,16 @@
 namespace epoch {
 namespace {
 
-struct Run {
+struct CommandResult {
   int exit_code = -1;
   std::string out;  // stdout
   std::string err;  // stderr
 };
 
-Run run_epoch(const std::string& args, const testing::TempDir& dir) {
+CommandResult run_epoch(const std::string& args, const testing::TempDir& dir) {
   const std::string err_file = dir / "stderr.txt";
   const std::string cmd = std::string(EPOCH_TEST_BINARY) + " " + args + " 2>" + err_file;
-  Run r;
+  CommandResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
   std::array<char, 4096> buf{};
@@ -47,7 +47,7 @@ int count_lines(const std::string& s) {
 }
 
 // A failing command prints exactly one line on stderr, mentioning `needle`.
-void expect_one_line_error(const Run& r, int code, const std::string& needle) {
+void expect_one_line_error(const CommandResult& r, int code, const std::string& needle) {
   EXPECT_EQ(r.exit_code, code) << r.err;
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
@@ -80,7 +80,7 @@ TEST(Cli, CorruptDatasetIsOneLineNamingTheFile) {
   std::ofstream(dir / "train-labels-idx1-ubyte") << "nor is this";
   std::ofstream(dir / "t10k-images-idx3-ubyte") << "x";
   std::ofstream(dir / "t10k-labels-idx1-ubyte") << "x";
-  const Run r = run_epoch("train --data " + dir.path() + " --out " + (dir / "r"), dir);
+  const CommandResult r = run_epoch("train --data " + dir.path() + " --out " + (dir / "r"), dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("idx"), std::string::npos) << r.err;
@@ -98,7 +98,7 @@ TEST(Cli, BadCheckpointIsOneLine) {
 TEST(Cli, TrainEvalPredictEndToEnd) {
   testing::TempDir dir;
   const std::string run = dir / "run";
-  const Run t = run_epoch("train --data synthetic --synthetic-count 512 --epochs 2 --batch-size 32 "
+  const CommandResult t = run_epoch("train --data synthetic --synthetic-count 512 --epochs 2 --batch-size 32 "
                           "--threads 2 --out " + run + " --json",
                           dir);
   ASSERT_EQ(t.exit_code, 0) << t.err;
@@ -109,7 +109,7 @@ TEST(Cli, TrainEvalPredictEndToEnd) {
   EXPECT_GT(summary["test_accuracy"].get<double>(), 0.5);
 
   const std::string ckpt = run + "/checkpoints/last.safetensors";
-  const Run e = run_epoch("eval " + ckpt + " --json", dir);
+  const CommandResult e = run_epoch("eval " + ckpt + " --json", dir);
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(e.out)["test_accuracy"].get<double>(),
                    summary["test_accuracy"].get<double>());
@@ -120,13 +120,13 @@ TEST(Cli, TrainEvalPredictEndToEnd) {
   img.pixels.assign(28 * 28, 0);
   for (int i = 0; i < 28 * 28; i += 3) img.pixels[static_cast<std::size_t>(i)] = 200;
   data::write_png(dir / "sample.png", img);
-  const Run p = run_epoch("predict " + ckpt + " " + (dir / "sample.png") + " --json", dir);
+  const CommandResult p = run_epoch("predict " + ckpt + " " + (dir / "sample.png") + " --json", dir);
   ASSERT_EQ(p.exit_code, 0) << p.err;
   const auto pj = nlohmann::json::parse(p.out);
   EXPECT_TRUE(pj.contains("class"));
   EXPECT_GT(pj["probability"].get<double>(), 0.0);
 
-  const Run resume_done = run_epoch("train --resume " + run + " --epochs 2", dir);
+  const CommandResult resume_done = run_epoch("train --resume " + run + " --epochs 2", dir);
   expect_one_line_error(resume_done, 1, "already completed 2 epochs");
   expect_one_line_error(run_epoch("train --data synthetic --out " + run, dir), 1, "--resume");
   expect_one_line_error(run_epoch("predict " + ckpt + " " + (dir / "nope.png"), dir), 1,
@@ -154,19 +154,19 @@ TEST(Cli, KilledRunKeepsItsLastCheckpoint) {
   waitpid(pid, &status, 0);
   const SafetensorsFile last = load_safetensors(run + "/checkpoints/last.safetensors");
   EXPECT_GE(std::stoi(last.metadata.at("epoch")), 1);
-  const Run e = run_epoch("eval " + run + "/checkpoints/last.safetensors", dir);
+  const CommandResult e = run_epoch("eval " + run + "/checkpoints/last.safetensors", dir);
   EXPECT_EQ(e.exit_code, 0) << e.err;
 }
 
 TEST(Cli, ModelsInfoAndBench) {
   testing::TempDir dir;
-  const Run m = run_epoch("models --json", dir);
+  const CommandResult m = run_epoch("models --json", dir);
   ASSERT_EQ(m.exit_code, 0) << m.err;
   EXPECT_EQ(nlohmann::json::parse(m.out).size(), 7u);
-  const Run i = run_epoch("info --json", dir);
+  const CommandResult i = run_epoch("info --json", dir);
   ASSERT_EQ(i.exit_code, 0) << i.err;
   EXPECT_TRUE(nlohmann::json::parse(i.out).contains("gpus"));
-  const Run b = run_epoch("bench --model autoencoder --batch-size 16 --warmup 1 --steps 10 --json", dir);
+  const CommandResult b = run_epoch("bench --model autoencoder --batch-size 16 --warmup 1 --steps 10 --json", dir);
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_GT(nlohmann::json::parse(b.out)["train_images_per_s"].get<double>(), 0.0);
   expect_one_line_error(run_epoch("bench --steps 3", dir), 1, "--steps");

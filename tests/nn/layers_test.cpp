@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "epoch/autograd/functions.h"
 #include "epoch/nn/flat_parameters.h"
 #include "testing/testing.h"

@@ -88,8 +88,8 @@ TEST(Trainer, ResumingEqualsNotStopping) {
   testing::TempDir dir;
   const TrainResult straight = train(small_config(dir / "straight"), stdout);
   TrainConfig first = small_config(dir / "resumed");
-  first.epochs = 1;
-  train(first, stdout);
+  first.stop_after_epochs = 1;  // as if killed after the first epoch's checkpoint
+  EXPECT_EQ(train(first, stdout).epochs, 1);
   TrainConfig second = small_config(dir / "resumed");
   second.resume = true;
   const TrainResult resumed = train(second, stdout);

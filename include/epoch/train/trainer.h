@@ -35,6 +35,9 @@ struct TrainConfig {
   std::uint64_t seed = 0;
   std::string out_dir;  // empty: runs/<model>-<date>-<time>
   bool resume = false;
+  /// Stop after this many epochs of this invocation even if `epochs` are not done (0: no
+  /// limit). The schedule still spans `epochs`, so a later --resume continues it exactly.
+  std::int64_t stop_after_epochs = 0;
   Determinism determinism = Determinism::reproducible;
   std::int64_t eval_batch_size = 1000;
   std::int64_t log_every = 50;    // steps between metrics.jsonl step records
