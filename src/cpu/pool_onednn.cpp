@@ -150,8 +150,9 @@ void tiled_max_row_2x2(const Pool2dDims& d,
                        std::uint8_t* ws) { // (OW)
   const float* r0 = rows;
   const float* r1 = rows + d.W;
-  bool unusual = false;
-  for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+  const std::int64_t OW = d.OW;  // a local: the byte stores below could alias d
+  int unusual = 0;  // an int, not a bool: GCC vectorizes the OR reduction then
+  for (std::int64_t ow = 0; ow < OW; ++ow) {
     const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], e = r1[2 * ow + 1];
     float m = a;
     int at = 0;
@@ -159,7 +160,7 @@ void tiled_max_row_2x2(const Pool2dDims& d,
     if (c > m) m = c, at = 2;
     if (e > m) m = e, at = 3;
     const float s = (a + b) + (c + e);
-    unusual |= s != s;
+    unusual |= static_cast<int>(s != s);
     y[ow] = m;
     ws[ow] = static_cast<std::uint8_t>(at);
   }
