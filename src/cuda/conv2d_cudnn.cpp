@@ -29,13 +29,13 @@ struct Choice {
   std::size_t workspace = 0;
 };
 
-using Key = std::tuple<int, Direction, std::array<std::int64_t, 17>>;
+using Key = std::tuple<int, Direction, std::array<std::int64_t, 16>>;
 
 Key make_key(Direction dir, const cpu::Conv2dDims& d) {
   int device = 0;
   EPOCH_CUDA_CHECK(cudaGetDevice(&device));
   return {device, dir, {d.N, d.C, d.H, d.W, d.OC, d.KH, d.KW, d.OH, d.OW, d.stride_h, d.stride_w,
-                        d.pad_h, d.pad_w, d.dilation_h, d.dilation_w, d.groups, 0}};
+                        d.pad_h, d.pad_w, d.dilation_h, d.dilation_w, d.groups}};
 }
 
 // Picks the first usable heuristic result: succeeded, deterministic, FMA (or default) math,
