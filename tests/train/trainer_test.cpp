@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "epoch/tensor/safetensors.h"
@@ -140,6 +142,37 @@ TEST(Trainer, RefusesToOverwriteARunAndChecksTheConfig) {
   TrainConfig resume_nothing = small_config(dir / "nothing");
   resume_nothing.resume = true;
   EXPECT_THROW(train(resume_nothing, stdout), IoError);
+}
+
+}  // namespace
+}  // namespace epoch::train
+
+namespace epoch::train {
+namespace {
+
+// A golden run: strict determinism (reference kernels, fixed reduction orders) from a fixed
+// seed must reproduce these step losses; a change that alters the arithmetic of training
+// shows up here. Regenerate with EPOCH_PRINT_GOLDEN=1 after an intended change.
+TEST(Trainer, GoldenRunReproducesItsLosses) {
+  testing::TempDir dir;
+  TrainConfig c = small_config(dir / "golden");
+  c.determinism = Determinism::strict;
+  c.synthetic_count = 192;
+  c.epochs = 1;
+  c.threads = 1;
+  c.log_every = 1;
+  train(c, stdout);
+  std::vector<double> losses;
+  for (const auto& m : read_metrics(c.out_dir))
+    if (m["kind"] == "step") losses.push_back(m["loss"].get<double>());
+  if (std::getenv("EPOCH_PRINT_GOLDEN") != nullptr)
+    for (double l : losses) std::printf("%.9g,\n", l);
+  const std::vector<double> golden = {
+      2.303895, 2.28530765, 2.30513453, 2.2501862, 2.2283287, 2.23740172,
+  };
+  ASSERT_EQ(losses.size(), golden.size());
+  for (std::size_t i = 0; i < golden.size(); ++i)
+    EXPECT_NEAR(losses[i], golden[i], 1e-5 * std::max(1.0, std::fabs(golden[i]))) << "step " << i;
 }
 
 }  // namespace
