@@ -39,52 +39,6 @@ ConvGeometry geometry(const Conv2dDims& d) {
   return g;
 }
 
-// A reorder between the caller's layout and a primitive's, or nothing when they agree.
-struct Relayout {
-  bool needed = false;
-  memory::desc from, to;
-  dnnl::reorder prim;
-
-  Relayout() = default;
-  Relayout(const memory::desc& f, const memory::desc& t) : needed(f != t), from(f), to(t) {
-    if (needed) prim = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), f, engine(), t));
-  }
-};
-
-// Keeps the temporary blocked copies of one call alive until the call returns.
-class CallScratch {
- public:
-  void* get(std::size_t nbytes) {
-    buffers_.push_back(std::make_unique<Scratch>(nbytes));
-    return buffers_.back()->data();
-  }
-
- private:
-  std::vector<std::unique_ptr<Scratch>> buffers_;
-};
-
-// The caller's buffer p as the memory a primitive reads: p itself, or a reordered copy.
-memory input(const Relayout& r, const void* p, CallScratch& scratch) {
-  if (!r.needed) return wrap(r.from, p);
-  memory out(r.to, engine(), scratch.get(r.to.get_size()));
-  memory in = wrap(r.from, p);
-  r.prim.execute(stream(), in, out);
-  return out;
-}
-
-// The memory a primitive writes for the caller's buffer p: p itself, or a blocked temporary
-// that output_done() reorders into p.
-memory output(const Relayout& r, void* p, CallScratch& scratch) {
-  if (!r.needed) return wrap(r.to, p);
-  return memory(r.from, engine(), scratch.get(r.from.get_size()));
-}
-
-void output_done(const Relayout& r, memory& produced, void* p) {
-  if (!r.needed) return;
-  memory user = wrap(r.to, p);
-  r.prim.execute(stream(), produced, user);
-}
-
 memory::desc md_for(const memory::dims& dims, bool any) {
   return any ? any_md(dims) : plain_md(dims);
 }

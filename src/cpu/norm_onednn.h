@@ -37,7 +37,8 @@ void lrn_forward(const float* x,  // (N, C, HW)
                  std::int64_t N, std::int64_t C, std::int64_t HW, std::int64_t size, float alpha,
                  float beta, float k);
 
-/// As cpu::lrn_backward (overwrites dx); y is not read (oneDNN recomputes what it needs).
+/// As cpu::lrn_backward (overwrites dx); y is read only for size 1 (oneDNN recomputes what it
+/// needs).
 void lrn_backward(const float* dy,  // (N, C, HW)
                   const float* x,   // (N, C, HW)
                   const float* y,   // (N, C, HW) the forward output

@@ -119,6 +119,35 @@ std::int64_t PrimitiveCache::misses() const {
   return impl_->misses;
 }
 
+Relayout::Relayout(const dnnl::memory::desc& f, const dnnl::memory::desc& t)
+    : needed(f != t), from(f), to(t) {
+  if (needed) prim = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), f, engine(), t));
+}
+
+void* CallScratch::get(std::size_t nbytes) {
+  buffers_.push_back(std::make_unique<Scratch>(nbytes));
+  return buffers_.back()->data();
+}
+
+dnnl::memory input(const Relayout& r, const void* p, CallScratch& scratch) {
+  if (!r.needed) return wrap(r.from, p);
+  dnnl::memory out(r.to, engine(), scratch.get(r.to.get_size()));
+  dnnl::memory in = wrap(r.from, p);
+  r.prim.execute(stream(), in, out);
+  return out;
+}
+
+dnnl::memory output(const Relayout& r, void* p, CallScratch& scratch) {
+  if (!r.needed) return wrap(r.to, p);
+  return dnnl::memory(r.from, engine(), scratch.get(r.from.get_size()));
+}
+
+void output_done(const Relayout& r, dnnl::memory& produced, void* p) {
+  if (!r.needed) return;
+  dnnl::memory user = wrap(r.to, p);
+  r.prim.execute(stream(), produced, user);
+}
+
 dnnl::memory::desc plain_md(const dnnl::memory::dims& dims) {
   dnnl::memory::dims strides(dims.size(), 1);
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "epoch/tensor/error.h"
 #include "epoch/tensor/storage.h"
@@ -98,6 +99,32 @@ class Scratch {
  private:
   Storage storage_;
 };
+
+/// A reorder between the caller's layout and a primitive's, or nothing when they agree.
+struct Relayout {
+  bool needed = false;
+  dnnl::memory::desc from, to;
+  dnnl::reorder prim;
+
+  Relayout() = default;
+  Relayout(const dnnl::memory::desc& f, const dnnl::memory::desc& t);
+};
+
+/// Keeps the temporary reordered copies of one call alive until the call returns.
+class CallScratch {
+ public:
+  void* get(std::size_t nbytes);
+
+ private:
+  std::vector<std::unique_ptr<Scratch>> buffers_;
+};
+
+/// The caller's buffer p as the memory a primitive reads: p itself, or a reordered copy.
+dnnl::memory input(const Relayout& r, const void* p, CallScratch& scratch);
+/// The memory a primitive writes for the caller's buffer p: p itself, or a temporary in the
+/// primitive's layout that output_done() then reorders into p.
+dnnl::memory output(const Relayout& r, void* p, CallScratch& scratch);
+void output_done(const Relayout& r, dnnl::memory& produced, void* p);
 
 /// Runs f, turning a dnnl::error into epoch::BackendError naming the op.
 template <typename F>

@@ -84,7 +84,8 @@ TEST_P(OnednnLrn, ForwardAndBackwardMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, OnednnLrn,
                          ::testing::Values(std::make_tuple(1, 7, 9, 5), std::make_tuple(3, 4, 5, 3),
                                            std::make_tuple(2, 16, 25, 5),
-                                           std::make_tuple(2, 3, 4, 1)));
+                                           std::make_tuple(2, 3, 4, 1),
+                                           std::make_tuple(2, 20, 9, 9)));
 
 TEST(OnednnLrnErrors, EvenWindowThrows) {
   const Tensor x = testing::random_tensor({1, 4, 2}, 53);
