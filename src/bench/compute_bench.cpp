@@ -41,6 +41,7 @@ nlohmann::json ComputeBenchResult::to_json() const {
   return {{"framework", "epoch"},
           {"model", config.model},
           {"batch_size", config.batch_size},
+          {"device", config.device},
           {"threads", threads_used},
           {"kernels", config.reference_kernels ? "reference" : "fast"},
           {"optimizer", config.optimizer},
@@ -65,6 +66,8 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
                                                    : ops::CpuKernels::fast);
   models::Model model = models::build_model(c.model);
   nn::initialize(*model.net, c.seed);
+  const Device device = parse_device(c.device);
+  model.net->to(device);
   nn::FlatParameters flat = nn::flatten_parameters(*model.net);
   optim::OptimizerConfig oc = optim::optimizer_defaults(c.optimizer);
   oc.lr = 1e-4f;
@@ -78,7 +81,8 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   std::vector<std::int32_t> labels(static_cast<std::size_t>(c.batch_size));
   const std::int64_t classes = model.spec.task == models::Task::classification ? model.spec.outputs : 2;
   for (auto& l : labels) l = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(classes)));
-  const Tensor y = Tensor::from_ints({c.batch_size}, labels);
+  x = x.to(device);
+  const Tensor y = Tensor::from_ints({c.batch_size}, labels).to(device);
 
   ComputeBenchResult r;
   r.config = c;

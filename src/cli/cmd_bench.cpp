@@ -22,8 +22,8 @@ int run_bench(const BenchOptions& o) {
     std::printf("%s\n", r.to_json().dump().c_str());
     return 0;
   }
-  std::printf("%s, batch %lld, %d threads, %s kernels, %.2f MFLOP/sample forward\n",
-              o.config.model.c_str(), static_cast<long long>(o.config.batch_size), r.threads_used,
+  std::printf("%s on %s, batch %lld, %d threads, %s kernels, %.2f MFLOP/sample forward\n",
+              o.config.model.c_str(), o.config.device.c_str(), static_cast<long long>(o.config.batch_size), r.threads_used,
               o.config.reference_kernels ? "reference" : "fast",
               static_cast<double>(r.forward_flops_per_sample) / 1e6);
   std::printf("train:     %9.1f images/s  (step %.2f ms median, %.2f ms min, %.1f GFLOP/s)\n",
@@ -41,6 +41,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("bench", "Time training and inference steps");
   cmd->add_option("--model", c.model, "Model from `epoch models`")->capture_default_str();
   cmd->add_option("--batch-size", c.batch_size, "Samples per step")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--threads", c.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--warmup", c.warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", c.steps, "Timed steps (>= 10)")->capture_default_str();

@@ -88,6 +88,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--weight-decay", o->weight_decay, "Weight decay")->check(CLI::NonNegativeNumber);
   cmd->add_option("--schedule", o->schedule, "constant, step or cosine")->capture_default_str();
   cmd->add_option("--warmup-steps", o->warmup_steps, "Linear warm-up steps")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--threads", c.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", c.seed, "Random seed")->capture_default_str();
   cmd->add_option("--out", c.out_dir, "Run directory (default: runs/<model>-<date>-<time>)");

@@ -1,6 +1,8 @@
 // Names and sizes of dtypes and devices.
 #include "epoch/tensor/device.h"
 
+#include "epoch/tensor/error.h"
+
 namespace epoch {
 
 std::size_t dtype_size(DType dtype) {
@@ -28,6 +30,15 @@ const char* dtype_name(DType dtype) {
 
 std::string Device::str() const {
   return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+}
+
+Device parse_device(const std::string& text) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "cuda") return Device::cuda(0);
+  if (text.rfind("cuda:", 0) == 0 && text.size() > 5 && text.size() < 9 &&
+      text.find_first_not_of("0123456789", 5) == std::string::npos)
+    return Device::cuda(std::stoi(text.substr(5)));
+  EPOCH_THROW(ConfigError, "unknown device '", text, "' (valid: cpu, cuda, cuda:N)");
 }
 
 }  // namespace epoch

@@ -32,18 +32,20 @@ EvalResult evaluate(nn::Module& net, models::Task task, const data::ImageDataset
   data::BatchAssembler assembler(dataset, pre);
   std::vector<std::int64_t> indices(static_cast<std::size_t>(n));
   std::iota(indices.begin(), indices.end(), 0);
+  const Device device = net.parameters().front().second.device();
   double loss_sum = 0.0;
   std::int64_t correct = 0;
   for (std::int64_t begin = 0; begin < n; begin += batch_size) {
     const std::int64_t count = std::min(batch_size, n - begin);
     const data::Batch& batch = assembler.assemble(
         std::span<const std::int64_t>(indices.data() + begin, static_cast<std::size_t>(count)));
-    const Tensor out = net.forward(batch.images);
-    loss_sum += static_cast<double>(models::model_loss(task, out, batch.images, batch.labels).item()) *
+    const Tensor x = batch.images.to(device), labels = batch.labels.to(device);
+    const Tensor out = net.forward(x);
+    loss_sum += static_cast<double>(models::model_loss(task, out, x, labels).item()) *
                 static_cast<double>(count);
     if (task == models::Task::reconstruction) continue;
     const std::vector<float> o = out.to_vector();
-    const std::vector<float> labels = batch.labels.to_vector();
+    const std::vector<float> truth = batch.labels.to_vector();
     const std::int64_t k = task == models::Task::binary ? 1 : out.size(1);
     for (std::int64_t i = 0; i < count; ++i) {
       std::int64_t predicted = 0;
@@ -53,7 +55,7 @@ EvalResult evaluate(nn::Module& net, models::Task task, const data::ImageDataset
         const float* row = o.data() + i * k;
         predicted = std::max_element(row, row + k) - row;
       }
-      correct += predicted == static_cast<std::int64_t>(labels[static_cast<std::size_t>(i)]);
+      correct += predicted == static_cast<std::int64_t>(truth[static_cast<std::size_t>(i)]);
     }
   }
   net.train(was_training);

@@ -72,6 +72,7 @@ json TrainConfig::to_json() const {
                 {"step_size", schedule.step_size},
                 {"gamma", schedule.gamma},
                 {"min_lr", schedule.min_lr}}},
+              {"device", device},
               {"threads", threads},
               {"seed", seed},
               {"determinism", determinism_name(determinism)},
@@ -105,6 +106,7 @@ TrainConfig TrainConfig::from_json(const json& j) {
     c.schedule.step_size = s.at("step_size").get<std::int64_t>();
     c.schedule.gamma = s.at("gamma").get<float>();
     c.schedule.min_lr = s.at("min_lr").get<float>();
+    c.device = j.value("device", std::string("cpu"));
     c.threads = j.at("threads").get<int>();
     c.seed = j.at("seed").get<std::uint64_t>();
     c.determinism = parse_determinism(j.at("determinism").get<std::string>());
@@ -246,6 +248,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
         TrainConfig::from_json(json::parse(metadata_at(resume_file, "config"), nullptr, false));
     stored.epochs = requested.epochs;
     stored.threads = requested.threads;
+    stored.device = requested.device;
     stored.out_dir = c.out_dir;
     stored.resume = true;
     stored.progress_interactive = requested.progress_interactive;
@@ -264,12 +267,18 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   ops::set_cpu_kernels(c.determinism == Determinism::strict ? ops::CpuKernels::reference
                                                             : ops::CpuKernels::fast);
 
+  const Device device = parse_device(c.device);
+  if (device.is_cuda() && device.index >= memory::cuda_device_count())
+    EPOCH_THROW(ConfigError, "--device ", c.device, ": no such CUDA device (",
+                memory::cuda_device_count(), " visible", EPOCH_WITH_CUDA ? "" : "; built without CUDA",
+                ")");
   models::Model model = models::build_model(c.model);
   const models::ModelSpec& spec = model.spec;
   Data data = load_data(c, spec);
   const data::Preprocessing pre = preprocessing_for(spec);
 
   nn::initialize(*model.net, c.seed);
+  model.net->to(device);
   nn::FlatParameters flat = nn::flatten_parameters(*model.net);
   std::unique_ptr<optim::Optimizer> optimizer = optim::make_optimizer(c.optimizer, model.net->parameters());
 
@@ -321,11 +330,12 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
       const std::int64_t count = std::min(c.batch_size, n_train - begin);
       const data::Batch& batch =
           assembler.assemble(std::span<const std::int64_t>(order.data() + begin, static_cast<std::size_t>(count)));
+      const Tensor x = batch.images.to(device), labels = batch.labels.to(device);
       model.net->set_step_seed(c.seed, static_cast<std::uint64_t>(global_step));
       optimizer->set_lr(schedule->lr_at(global_step));
       ops::fill_(flat.grads, 0.0f);
-      Tensor out = model.net->forward(batch.images);
-      Tensor loss = models::model_loss(spec.task, out, batch.images, batch.labels);
+      Tensor out = model.net->forward(x);
+      Tensor loss = models::model_loss(spec.task, out, x, labels);
       loss.backward();
       optimizer->step();
       const double lv = loss.item();

@@ -13,6 +13,7 @@ namespace epoch::bench {
 struct ComputeBenchConfig {
   std::string model = "fmnist-cnn";
   std::int64_t batch_size = 64;
+  std::string device = "cpu";  // cpu, cuda or cuda:N
   int threads = 0;  // 0: every core
   int warmup = 5;
   int steps = 20;   // timed steps (at least 10 are required)

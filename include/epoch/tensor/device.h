@@ -31,4 +31,7 @@ struct Device {
   std::string str() const;
 };
 
+/// Parses "cpu", "cuda" or "cuda:N" (ConfigError otherwise; it does not check the device exists).
+Device parse_device(const std::string& text);
+
 }  // namespace epoch

@@ -31,6 +31,7 @@ struct TrainConfig {
   std::int64_t batch_size = 64;
   optim::OptimizerConfig optimizer;  // defaults: adam, lr 1e-3
   optim::ScheduleConfig schedule;    // defaults: cosine to 0 over the run
+  std::string device = "cpu";        // cpu, cuda or cuda:N
   int threads = 0;                   // 0: every core
   std::uint64_t seed = 0;
   std::string out_dir;  // empty: runs/<model>-<date>-<time>
