@@ -4,8 +4,10 @@
 // them: batch norm in 16-channel blocks, LRN channels-last (its blocked kernel only takes a
 // window of 5). The running-statistics update and 1/sqrt(var + eps) are computed here per
 // channel; oneDNN keeps the variance where we keep invstd, and backward converts back.
-// A one-channel LRN window (elementwise) runs the reference kernel: oneDNN 2.6's
-// channels-last LRN backward crashes on it.
+// LRN backward runs the reference kernel where oneDNN 2.6's channels-last one fails us: it
+// crashes on a one-channel window, and gives wrong gradients for windows of 7 or more when C
+// is above 16 and not a multiple of 16 (found by the parity tests; a one-channel forward is
+// elementwise and runs the reference too).
 #include "cpu/norm_onednn.h"
 
 #include <bit>
@@ -93,6 +95,11 @@ LrnFwd::primitive_desc lrn_forward_pd(dnnl::prop_kind prop, const memory::desc& 
 
 void check_lrn_size(std::int64_t size) {
   EPOCH_CHECK(size >= 1 && size % 2 == 1, "lrn (oneDNN): window size must be odd, got ", size);
+}
+
+// Whether oneDNN's channels-last LRN backward is right for these sizes (see the top).
+bool lrn_backward_supported(std::int64_t C, std::int64_t size) {
+  return size > 1 && (C % 16 == 0 || C < 16 || size <= 5);
 }
 
 }  // namespace
@@ -216,7 +223,8 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
                   float k) {
   check_lrn_size(size);
   if (N * C * HW == 0) return;
-  if (size == 1) return cpu::lrn_backward(dy, x, y, dx, N, C, HW, size, alpha, beta, k);
+  if (!lrn_backward_supported(C, size))
+    return cpu::lrn_backward(dy, x, y, dx, N, C, HW, size, alpha, beta, k);
   guarded("lrn_backward (oneDNN)", [&] {
     const SerialIfSmall serial(N * C * HW * size);
     auto b = cached<LrnBackwardBundle>(lrn_key("lrn_bwd", N, C, HW, size, alpha, beta, k), [&] {

@@ -37,8 +37,8 @@ void lrn_forward(const float* x,  // (N, C, HW)
                  std::int64_t N, std::int64_t C, std::int64_t HW, std::int64_t size, float alpha,
                  float beta, float k);
 
-/// As cpu::lrn_backward (overwrites dx); y is read only for size 1 (oneDNN recomputes what it
-/// needs).
+/// As cpu::lrn_backward (overwrites dx). oneDNN recomputes what it needs from x; y is read
+/// only where the reference kernel stands in (see norm_onednn.cpp).
 void lrn_backward(const float* dy,  // (N, C, HW)
                   const float* x,   // (N, C, HW)
                   const float* y,   // (N, C, HW) the forward output

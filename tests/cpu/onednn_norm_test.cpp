@@ -85,7 +85,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OnednnLrn,
                          ::testing::Values(std::make_tuple(1, 7, 9, 5), std::make_tuple(3, 4, 5, 3),
                                            std::make_tuple(2, 16, 25, 5),
                                            std::make_tuple(2, 3, 4, 1),
-                                           std::make_tuple(2, 20, 9, 9)));
+                                           std::make_tuple(2, 20, 9, 9),
+                                           std::make_tuple(2, 32, 9, 9),
+                                           std::make_tuple(1, 17, 4, 7),
+                                           std::make_tuple(2, 33, 4, 5),
+                                           std::make_tuple(2, 64, 16, 9)));
 
 TEST(OnednnLrnErrors, EvenWindowThrows) {
   const Tensor x = testing::random_tensor({1, 4, 2}, 53);
