@@ -1,6 +1,7 @@
 // CUDA elementwise kernels: grid-stride loops; broadcasting through per-dimension strides.
 #include "cuda/check_cuda.h"
 #include "cuda/elementwise_cuda.h"
+#include "cuda/reduce.cuh"
 
 namespace epoch::cuda {
 namespace {
@@ -71,6 +72,73 @@ __global__ void sum_kernel(const float* x, long long n, float* out) {
   if (threadIdx.x == 0) *out = static_cast<float>(partial[0]);
 }
 
+// sum_to's view of x: dimensions kept in the output (with their x and out strides) and the
+// dimensions summed over (size > 1, out stride 0), both in x's order.
+struct SumToDims {
+  long long kept_size[kMaxDims], kept_x[kMaxDims], kept_out[kMaxDims];
+  long long red_size[kMaxDims], red_x[kMaxDims];
+  int nkept, nred;
+};
+
+// Output element o (row-major over the kept dimensions): its x offset and its out offset.
+__device__ inline void sum_to_locate(const SumToDims& s, long long o, long long* x_off,
+                                     long long* out_off) {
+  long long xo = 0, oo = 0;
+  for (int d = s.nkept - 1; d >= 0; --d) {
+    const long long idx = o % s.kept_size[d];
+    o /= s.kept_size[d];
+    xo += idx * s.kept_x[d];
+    oo += idx * s.kept_out[d];
+  }
+  *x_off = xo;
+  *out_off = oo;
+}
+
+// One thread per output: sums its R inputs in x's index order (the CPU's order), in double.
+__global__ void sum_to_serial_kernel(const float* x, float* out, long long out_numel, long long R,
+                                     SumToDims s) {
+  for (long long o = blockIdx.x * 256LL + threadIdx.x; o < out_numel; o += 256LL * gridDim.x) {
+    long long base, oo;
+    sum_to_locate(s, o, &base, &oo);
+    long long idx[kMaxDims] = {};
+    long long off = base;
+    double acc = 0.0;
+    for (long long r = 0; r < R; ++r) {
+      acc += x[off];
+      for (int d = s.nred - 1; d >= 0; --d) {  // odometer over the summed dimensions
+        if (++idx[d] < s.red_size[d]) {
+          off += s.red_x[d];
+          break;
+        }
+        off -= (s.red_size[d] - 1) * s.red_x[d];
+        idx[d] = 0;
+      }
+    }
+    out[oo] = static_cast<float>(acc);
+  }
+}
+
+// One block per output: thread t sums inputs r = t, t + 256, ... in double, then
+// block_sum's fixed tree.
+__global__ void sum_to_block_kernel(const float* x, float* out, long long out_numel, long long R,
+                                    SumToDims s) {
+  for (long long o = blockIdx.x; o < out_numel; o += gridDim.x) {
+    long long base, oo;
+    sum_to_locate(s, o, &base, &oo);
+    double acc = 0.0;
+    for (long long r = threadIdx.x; r < R; r += kReduceThreads) {
+      long long rem = r, off = base;
+      for (int d = s.nred - 1; d >= 0; --d) {
+        off += (rem % s.red_size[d]) * s.red_x[d];
+        rem /= s.red_size[d];
+      }
+      acc += x[off];
+    }
+    const double total = block_sum(acc);
+    if (threadIdx.x == 0) out[oo] = static_cast<float>(total);
+  }
+}
+
 template <BinaryOp Op>
 void launch_same(const float* a, const float* b, float* y, long long n) {
   same_shape_kernel<Op><<<blocks_for(n), 256>>>(a, b, y, n);
@@ -130,6 +198,41 @@ void axpy(float* y, const float* x, std::int64_t n, float alpha) {
 void fill(float* y, std::int64_t n, float value) {
   if (n == 0) return;
   fill_kernel<<<blocks_for(n), 256>>>(y, n, value);
+  EPOCH_CUDA_CHECK_LAUNCH();
+}
+
+void sum_to(const float* x, const std::int64_t* shape, int ndim, const std::int64_t* out_strides,
+            float* out, std::int64_t out_numel) {
+  if (ndim > kMaxDims) EPOCH_THROW(InvalidArgument, "CUDA sum_to supports at most 8 dims");
+  if (out_numel == 0) return;
+  SumToDims s{};
+  long long x_stride = 1, R = 1;
+  long long x_strides[kMaxDims] = {};
+  for (int d = ndim - 1; d >= 0; --d) {
+    x_strides[d] = x_stride;
+    x_stride *= shape[d];
+  }
+  for (int d = 0; d < ndim; ++d) {
+    if (out_strides[d] != 0) {
+      s.kept_size[s.nkept] = shape[d];
+      s.kept_x[s.nkept] = x_strides[d];
+      s.kept_out[s.nkept] = out_strides[d];
+      ++s.nkept;
+    } else if (shape[d] != 1) {
+      s.red_size[s.nred] = shape[d];
+      s.red_x[s.nred] = x_strides[d];
+      ++s.nred;
+      R *= shape[d];
+    }
+  }
+  // The kernel (and so the summation order) depends on the shapes only: a block per output
+  // when there are few outputs with many inputs each, else a thread per output.
+  if (R >= 256 && out_numel < 65536) {
+    sum_to_block_kernel<<<static_cast<unsigned int>(out_numel), kReduceThreads>>>(x, out,
+                                                                                  out_numel, R, s);
+  } else {
+    sum_to_serial_kernel<<<blocks_for(out_numel), 256>>>(x, out, out_numel, R, s);
+  }
   EPOCH_CUDA_CHECK_LAUNCH();
 }
 

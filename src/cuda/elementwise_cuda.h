@@ -16,6 +16,10 @@ void binary_same_shape(BinaryOp op, const float* a, const float* b, float* y, st
 void affine(const float* x, float* y, std::int64_t n, float s, float t);
 void axpy(float* y, const float* x, std::int64_t n, float alpha);
 void fill(float* y, std::int64_t n, float value);
+/// As cpu::sum_to (shape and out_strides are host arrays, at most 8 dimensions): each out
+/// element is the sum of its x elements in double, in an order fixed by the shapes alone.
+void sum_to(const float* x, const std::int64_t* shape, int ndim, const std::int64_t* out_strides,
+            float* out, std::int64_t out_numel);
 /// *out (device scalar) = sum of n elements, in a fixed order (deterministic).
 void sum(const float* x, std::int64_t n, float* out);
 

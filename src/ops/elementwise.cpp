@@ -174,13 +174,23 @@ Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
   // Validates that `shape` broadcasts to x's shape.
   EPOCH_CHECK(broadcast_shape(x.shape(), shape) == x.shape(), "sum_to_shape: ",
               shape_str(shape), " does not broadcast to ", shape_str(x.shape()));
-  const Tensor c = x.contiguous().to(Device::cpu());
-  Tensor target = Tensor::empty(shape);
-  const Shape out_strides = broadcast_strides(target, c.shape());
-  Tensor out = Tensor::empty(shape);
-  cpu::sum_to(c.f32(), c.shape().data(), static_cast<int>(c.ndim()), out_strides.data(), out.f32(),
-              out.numel());
-  return out.to(x.device());
+  const Tensor c = x.contiguous();
+  Tensor out = Tensor::empty(shape, DType::f32, c.device());
+  const Shape out_strides = broadcast_strides(out, c.shape());
+  switch (c.device().type) {
+    case DeviceType::cpu:
+      cpu::sum_to(c.f32(), c.shape().data(), static_cast<int>(c.ndim()), out_strides.data(),
+                  out.f32(), out.numel());
+      return out;
+    case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::sum_to(c.f32(), c.shape().data(), static_cast<int>(c.ndim()), out_strides.data(),
+                   out.f32(), out.numel());
+      return out;
+#endif
+      break;
+  }
+  no_backend("sum_to_shape", c.device());
 }
 
 }  // namespace epoch::ops

@@ -1,5 +1,6 @@
 // Batch norm and local response normalization: argument checks and dispatch by device
-// (reference kernels in cpu/norm_cpu.h; oneDNN first on the CPU when use_onednn()).
+// (reference kernels in cpu/norm_cpu.h; oneDNN first on the CPU when use_onednn(); CUDA
+// kernels in cuda/norm_cuda.h).
 #include "epoch/ops/norm.h"
 
 #include "cpu/norm_cpu.h"
@@ -8,6 +9,9 @@
 
 #if EPOCH_WITH_ONEDNN
 #include "cpu/norm_onednn.h"
+#endif
+#if EPOCH_WITH_CUDA
+#include "cuda/norm_cuda.h"
 #endif
 
 namespace epoch::ops {
@@ -75,6 +79,12 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
                               r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
       return r;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
+                               running_var.f32(), r.y.f32(), r.save_mean.f32(),
+                               r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
+      return r;
+#endif
       break;
   }
   no_backend(op, dev);
@@ -111,6 +121,11 @@ BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tens
                                g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
       return g;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(), g.dx.f32(),
+                                g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
+      return g;
+#endif
       break;
   }
   no_backend(op, dev);
@@ -134,6 +149,11 @@ Tensor lrn_forward(const Tensor& x, const LrnParams& p) {
                        p.alpha, p.beta, p.k);
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::lrn_forward(xc.f32(), y.f32(), x.size(0), x.size(1), x.size(2) * x.size(3), p.size,
+                        p.alpha, p.beta, p.k);
+      return y;
+#endif
       break;
   }
   no_backend("lrn_forward", dev);
@@ -162,6 +182,11 @@ Tensor lrn_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const Lr
                         x.size(2) * x.size(3), p.size, p.alpha, p.beta, p.k);
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), x.size(0), x.size(1),
+                         x.size(2) * x.size(3), p.size, p.alpha, p.beta, p.k);
+      return dx;
+#endif
       break;
   }
   no_backend("lrn_backward", dev);

@@ -5,6 +5,10 @@
 #include "cpu/shape_ops_cpu.h"
 #include "ops/dispatch.h"
 
+#if EPOCH_WITH_CUDA
+#include "cuda/shape_ops_cuda.h"
+#endif
+
 namespace epoch::ops {
 namespace {
 
@@ -31,12 +35,11 @@ void copy_rows(Device d, void* dst, std::int64_t dst_stride, const void* src,
       cpu::copy_rows(dst, dst_stride, src, src_stride, rows, row_bytes);
       return;
     case DeviceType::cuda:
-      // Device-generic: one device-to-device copy per contiguous block.
-      for (std::int64_t r = 0; r < rows; ++r)
-        memory::copy_bytes(static_cast<char*>(dst) + r * dst_stride, d,
-                           static_cast<const char*>(src) + r * src_stride, d,
-                           static_cast<std::size_t>(row_bytes));
+#if EPOCH_WITH_CUDA
+      cuda::copy_rows(dst, dst_stride, src, src_stride, rows, row_bytes);
       return;
+#endif
+      break;
   }
   no_backend("copy_rows", d);
 }
@@ -138,6 +141,10 @@ Tensor upsample_nearest2x_forward(const Tensor& x_in) {
       cpu::upsample_nearest2x_forward(x.f32(), y.f32(), N, C, H, W);
       return y;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::upsample_nearest2x_forward(x.f32(), y.f32(), N, C, H, W);
+      return y;
+#endif
       break;
   }
   no_backend("upsample_nearest2x_forward", x.device());
@@ -156,6 +163,10 @@ Tensor upsample_nearest2x_backward(const Tensor& dy_in) {
       cpu::upsample_nearest2x_backward(dy.f32(), dx.f32(), N, C, H, W);
       return dx;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::upsample_nearest2x_backward(dy.f32(), dx.f32(), N, C, H, W);
+      return dx;
+#endif
       break;
   }
   no_backend("upsample_nearest2x_backward", dy.device());

@@ -9,6 +9,10 @@
 #include "cpu/optim_cpu.h"
 #include "epoch/autograd/autograd.h"
 
+#if EPOCH_WITH_CUDA
+#include "cuda/optim_cuda.h"
+#endif
+
 namespace epoch::optim {
 namespace {
 
@@ -28,7 +32,7 @@ void check_beta(const std::string& optimizer, const char* name, float value) {
 
 [[noreturn]] void no_kernel(const std::string& optimizer, Device d) {
   EPOCH_THROW(BackendUnavailable, optimizer, ": no update kernel for parameters on ", d.str(),
-              " (only CPU parameters are supported so far)");
+              " (this build has no CUDA backend)");
 }
 
 Tensor scalar_i32(std::int64_t value) {
@@ -174,6 +178,11 @@ void Sgd::update(std::size_t i, Tensor& param, const Tensor& grad) {
                     nesterov_);
       return;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::sgd_step(param.f32(), grad.f32(), buf, param.numel(), lr(), momentum_,
+                     weight_decay_, nesterov_);
+      return;
+#endif
       break;
   }
   no_kernel(name(), param.device());
@@ -215,6 +224,15 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
       t = next;
       return;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      // The step counter stays on the host; only the rounded scalars go to the kernel.
+      cuda::adam_step(param.f32(), grad.f32(), buffer(exp_avg_, i).f32(),
+                      buffer(exp_avg_sq_, i).f32(), param.numel(), lr(), beta1_, beta2_, eps_,
+                      weight_decay_, decoupled_, static_cast<float>(lr() / bias1),
+                      static_cast<float>(sqrt_bias2));
+      t = next;
+      return;
+#endif
       break;
   }
   no_kernel(name(), param.device());
@@ -249,6 +267,11 @@ void Rmsprop::update(std::size_t i, Tensor& param, const Tensor& grad) {
                         param.numel(), lr(), alpha_, eps_, weight_decay_, momentum_);
       return;
     case DeviceType::cuda:
+#if EPOCH_WITH_CUDA
+      cuda::rmsprop_step(param.f32(), grad.f32(), buffer(square_avg_, i).f32(), ga, buf,
+                         param.numel(), lr(), alpha_, eps_, weight_decay_, momentum_);
+      return;
+#endif
       break;
   }
   no_kernel(name(), param.device());

@@ -489,20 +489,5 @@ TEST(Optimizer, BadParametersThrow) {
   EXPECT_THROW(Sgd({{"y", non_leaf}}, 0.1f), InvalidArgument);
 }
 
-TEST(Optimizer, CudaParameterIsBackendUnavailable) {
-  if (!memory::cuda_available()) GTEST_SKIP() << "no CUDA device";
-  Tensor p = Tensor::full({4}, 1.0f, Device::cuda()).set_requires_grad(true);
-  p.set_grad(Tensor::zeros({4}, DType::f32, Device::cuda()));
-  for (const char* name : {"sgd", "adam", "adamw", "rmsprop"}) {
-    auto opt = make_optimizer(optimizer_defaults(name), {{"p", p}});
-    try {
-      opt->step();
-      ADD_FAILURE() << name << ": no BackendUnavailable";
-    } catch (const BackendUnavailable& e) {
-      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
-    }
-  }
-}
-
 }  // namespace
 }  // namespace epoch::optim
