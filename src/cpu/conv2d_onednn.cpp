@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
-#include <vector>
 
 #include "cpu/onednn_context.h"
 
