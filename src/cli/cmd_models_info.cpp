@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 
@@ -72,6 +73,7 @@ int run_info(bool json) {
                    {"cpu", {{"model", cpu_model_name()}, {"features", features},
                             {"logical_cores", omp_get_num_procs()}}},
                    {"threads", ops::num_threads()},
+                   {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : ""},
                    {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
                    {"gpus", gpus}};
   if (json) {
@@ -85,7 +87,9 @@ int run_info(bool json) {
   for (const auto& f : features) feats += " " + f;
   std::printf("cpu:      %s (%d logical cores;%s)\n", cpu_model_name().c_str(), omp_get_num_procs(),
               feats.c_str());
-  std::printf("threads:  %d (set with --threads or OMP_NUM_THREADS)\n", ops::num_threads());
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  std::printf("threads:  %d (set with --threads or OMP_NUM_THREADS), OpenMP wait policy %s\n",
+              ops::num_threads(), wait != nullptr ? wait : "libgomp default (spin)");
   std::printf("kernels:  %s\n", ops::use_onednn() ? "oneDNN fast path" : "reference");
   if (gpus.empty())
     std::printf("gpus:     none visible%s\n", EPOCH_WITH_CUDA ? "" : " (built without CUDA)");
