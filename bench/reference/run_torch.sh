@@ -21,6 +21,9 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
 
 # OpenMP threads follow the script's --threads (the scripts also call torch.set_num_threads).
+# OMP_WAIT_POLICY passes through from the caller: the default (spinning) is fastest on an idle
+# machine; when other jobs load the cores, PASSIVE avoids a 5-50x collapse at 2 threads.
+# Give epoch the same policy in a side-by-side run.
 threads=""
 prev=""
 for a in "$@"; do
