@@ -22,17 +22,6 @@ std::string user_message(const std::string& what) {
   return what;
 }
 
-// GNU OpenMP (used by epoch and oneDNN) spins idle threads at every barrier for a long time.
-// When another process shares the cores, a descheduled thread makes its partner spin for a
-// whole time slice at each of the ~50 parallel regions of a step: measured on 2 busy cores,
-// catdog trained 5x slower than with passive waiting. libgomp reads its policy before main,
-// so unless the user chose one, set it and re-execute once (docs/ARCHITECTURE.md, Threads).
-void choose_openmp_wait_policy(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only on failure: go on with libgomp's default
-}
-
 }  // namespace
 
 namespace epoch::cli {
@@ -40,7 +29,6 @@ bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
 }  // namespace epoch::cli
 
 int main(int argc, char** argv) {
-  choose_openmp_wait_policy(argv);
   CLI::App app{"epoch: train, evaluate and benchmark deep-learning models on CPU and GPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("epoch ") + EPOCH_VERSION);
