@@ -18,7 +18,7 @@ struct TrainOptions {
   bool nesterov = false;
   float weight_decay = 0.0f;
   std::string schedule = "cosine";
-  std::int64_t warmup_steps = 0;
+  std::int64_t warmup_steps = -1;
   std::string determinism = "reproducible";
   std::string resume_dir;
   bool json = false;
@@ -33,12 +33,12 @@ double peak_rss_mib() {
 int run_train(TrainOptions& o) {
   train::TrainConfig c = o.config;
   c.optimizer = optim::optimizer_defaults(o.optimizer);
-  c.optimizer.lr = o.lr > 0.0f ? o.lr : (o.optimizer == "sgd" ? 0.01f : 1e-3f);
+  c.optimizer.lr = o.lr > 0.0f ? o.lr : (o.optimizer == "sgd" ? 0.01f : 2e-3f);
   if (o.momentum >= 0.0f) c.optimizer.momentum = o.momentum;
   c.optimizer.nesterov = o.nesterov;
   c.optimizer.weight_decay = o.weight_decay;
   c.schedule.name = o.schedule;
-  c.schedule.warmup_steps = o.warmup_steps;
+  c.warmup_steps = o.warmup_steps;
   c.determinism = train::parse_determinism(o.determinism);
   if (!o.resume_dir.empty()) {
     if (!c.out_dir.empty() && c.out_dir != o.resume_dir)
@@ -82,12 +82,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--epochs", c.epochs, "Epochs to train")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--batch-size", c.batch_size, "Samples per step")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--optimizer", o->optimizer, "sgd, adam, adamw or rmsprop")->capture_default_str();
-  cmd->add_option("--lr", o->lr, "Learning rate (default: 1e-3; 0.01 for sgd)")->check(CLI::PositiveNumber);
+  cmd->add_option("--lr", o->lr, "Learning rate (default: 2e-3; 0.01 for sgd)")->check(CLI::PositiveNumber);
   cmd->add_option("--momentum", o->momentum, "Momentum (sgd, rmsprop)")->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--nesterov", o->nesterov, "Nesterov momentum (sgd)");
   cmd->add_option("--weight-decay", o->weight_decay, "Weight decay")->check(CLI::NonNegativeNumber);
   cmd->add_option("--schedule", o->schedule, "constant, step or cosine")->capture_default_str();
-  cmd->add_option("--warmup-steps", o->warmup_steps, "Linear warm-up steps")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup-steps", o->warmup_steps,
+                  "Linear warm-up steps (default: min(300, 10% of the steps))")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--threads", c.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", c.seed, "Random seed")->capture_default_str();

@@ -47,7 +47,7 @@ const char* determinism_name(Determinism d) {
 
 TrainConfig::TrainConfig() {
   optimizer = optim::optimizer_defaults("adam");
-  optimizer.lr = 1e-3f;
+  optimizer.lr = 2e-3f;
   schedule.name = "cosine";
 }
 
@@ -68,7 +68,7 @@ json TrainConfig::to_json() const {
                 {"alpha", optimizer.alpha}}},
               {"schedule",
                {{"name", schedule.name},
-                {"warmup_steps", schedule.warmup_steps},
+                {"warmup_steps", warmup_steps},
                 {"step_size", schedule.step_size},
                 {"gamma", schedule.gamma},
                 {"min_lr", schedule.min_lr}}},
@@ -102,7 +102,7 @@ TrainConfig TrainConfig::from_json(const json& j) {
     c.optimizer.alpha = o.at("alpha").get<float>();
     const json& s = j.at("schedule");
     c.schedule.name = s.at("name").get<std::string>();
-    c.schedule.warmup_steps = s.at("warmup_steps").get<std::int64_t>();
+    c.warmup_steps = s.at("warmup_steps").get<std::int64_t>();
     c.schedule.step_size = s.at("step_size").get<std::int64_t>();
     c.schedule.gamma = s.at("gamma").get<float>();
     c.schedule.min_lr = s.at("min_lr").get<float>();
@@ -153,6 +153,7 @@ void check_config(const TrainConfig& c) {
   if (!(c.optimizer.lr > 0.0f) || !std::isfinite(c.optimizer.lr))
     EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
   if (c.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.threads);
+  if (c.warmup_steps < -1) EPOCH_THROW(ConfigError, "--warmup-steps must be >= 0");
 }
 
 struct Data {
@@ -287,6 +288,8 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   optim::ScheduleConfig sched = c.schedule;
   sched.base_lr = c.optimizer.lr;
   sched.total_steps = steps_per_epoch * c.epochs;
+  sched.warmup_steps = c.warmup_steps >= 0 ? c.warmup_steps
+                                           : std::min<std::int64_t>(300, sched.total_steps / 10);
   std::unique_ptr<optim::LrSchedule> schedule = optim::make_schedule(sched);
 
   if (c.resume) {
