@@ -1,6 +1,8 @@
 // Activations and clipping: argument checks, then dispatch by device to the kernels.
 #include "epoch/ops/activation.h"
 
+#include "epoch/ops/backend.h"
+
 #include <cmath>
 
 #include "cpu/activation_cpu.h"
@@ -66,7 +68,10 @@ Tensor sigmoid_forward(const Tensor& x_in) {
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
   switch (x.device().type) {
     case DeviceType::cpu:
-      cpu::sigmoid_forward(x.f32(), y.f32(), x.numel());
+      if (cpu_kernels() == CpuKernels::fast)
+        cpu::sigmoid_forward_fast(x.f32(), y.f32(), x.numel());
+      else
+        cpu::sigmoid_forward(x.f32(), y.f32(), x.numel());
       return y;
     case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
