@@ -370,7 +370,9 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
     json record{{"kind", "epoch"},           {"epoch", epoch + 1},
                 {"step", global_step},       {"train_loss", result.train_loss},
                 {"test_loss", eval.loss},    {"images_per_s", ips},
-                {"epoch_s", epoch_s},        {"peak_rss_mib", peak_rss_mib()}};
+                {"epoch_s", epoch_s},        {"peak_rss_mib", peak_rss_mib()},
+                {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                            wall_start).count()}};
     record["test_accuracy"] = eval.accuracy >= 0 ? json(eval.accuracy) : json(nullptr);
     metrics.write(record);
 
