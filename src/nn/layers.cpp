@@ -227,11 +227,6 @@ std::string Lrn::describe() const {
 }
 
 void initialize(Module& module, std::uint64_t seed) {
-  auto hash = [](const std::string& s) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    return h;
-  };
   for (auto& [name, t] : module.parameters()) {
     Tensor host = Tensor::empty(t.shape());
     float* p = host.f32();
@@ -245,7 +240,7 @@ void initialize(Module& module, std::uint64_t seed) {
       const double fan_in = static_cast<double>(t.size(1) * receptive);
       const double fan_out = static_cast<double>(t.size(0) * receptive);
       const float bound = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
-      RandomStream rng(seed, hash(name));
+      RandomStream rng(seed, hash_name(name));
       for (std::int64_t i = 0; i < host.numel(); ++i) p[i] = rng.uniform(-bound, bound);
     }
     Tensor target = t;

@@ -10,11 +10,6 @@ namespace {
 std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
 }
-std::uint64_t path_hash(const std::string& path) {
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : path) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 }  // namespace
 
 void Module::register_parameter(const std::string& name, Tensor* tensor) {
@@ -72,7 +67,7 @@ void Module::set_step_seed(std::uint64_t seed, std::uint64_t step) {
 }
 
 void Module::set_step_seed_at(const std::string& path, std::uint64_t seed, std::uint64_t step) {
-  on_step_seed(seed, mix64(path_hash(path), step));
+  on_step_seed(seed, mix64(hash_name(path), step));
   for (auto& [name, child] : children_) child->set_step_seed_at(join(path, name), seed, step);
 }
 

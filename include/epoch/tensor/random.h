@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 
 namespace epoch {
 
@@ -29,6 +30,13 @@ inline std::uint64_t mix64(std::uint64_t a, std::uint64_t b) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+/// A stable 64-bit key for a name (FNV-1a), e.g. a parameter path.
+inline std::uint64_t hash_name(std::string_view name) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
 }
 
 /// A random stream identified by (seed, key): draw i is a pure function of (seed, key, i).
