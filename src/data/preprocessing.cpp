@@ -1,5 +1,6 @@
 // Preprocessing: the u8 -> f32 input transform a model was trained with, its JSON form (kept in
 // checkpoint metadata) and the single function that applies it to a sample.
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,8 @@ void Preprocessing::validate() const {
   for (float s : std)
     EPOCH_CHECK(std::isfinite(s) && s != 0.0f, "preprocessing: std ", s,
                 " must be finite, non-zero");
+  EPOCH_CHECK(resize == "stretch" || resize == "center_crop", "preprocessing: resize \"", resize,
+              "\" is not stretch or center_crop");
 }
 
 std::string Preprocessing::to_json() const {
@@ -55,6 +58,8 @@ std::string Preprocessing::to_json() const {
   j["channels"] = channels;
   j["height"] = height;
   j["width"] = width;
+  j["resize"] = resize;
+  j["standardize"] = standardize;
   return j.dump();
 }
 
@@ -75,6 +80,16 @@ Preprocessing Preprocessing::from_json(const std::string& text) {
   p.channels = int_field(j, "channels");
   p.height = int_field(j, "height");
   p.width = int_field(j, "width");
+  if (j.contains("resize")) {
+    if (!j["resize"].is_string())
+      EPOCH_THROW(ConfigError, "preprocessing JSON: \"resize\" is not a string");
+    p.resize = j["resize"].get<std::string>();
+  }
+  if (j.contains("standardize")) {
+    if (!j["standardize"].is_boolean())
+      EPOCH_THROW(ConfigError, "preprocessing JSON: \"standardize\" is not a boolean");
+    p.standardize = j["standardize"].get<bool>();
+  }
   try {
     p.validate();
   } catch (const InvalidArgument& e) {
@@ -119,10 +134,41 @@ Preprocessing Preprocessing::for_dataset(const ImageDataset& dataset, bool norma
   return p;
 }
 
+void finish_sample(const Preprocessing& p, float* x) {
+  const std::int64_t plane = p.height * p.width, n = p.channels * plane;
+  if (p.standardize) {
+    // Fixed-order double sums: the same result on every thread count.
+    double sum = 0.0, sum_sq = 0.0;
+    for (std::int64_t k = 0; k < n; ++k) sum += x[k];
+    const double mean = sum / static_cast<double>(n);
+    for (std::int64_t k = 0; k < n; ++k) {
+      const double d = x[k] - mean;
+      sum_sq += d * d;
+    }
+    const double sd = std::max(std::sqrt(sum_sq / static_cast<double>(n)),
+                               1.0 / std::sqrt(static_cast<double>(n)));
+    const float m = static_cast<float>(mean), inv = static_cast<float>(1.0 / sd);
+    for (std::int64_t k = 0; k < n; ++k) x[k] = (x[k] - m) * inv;
+  }
+  if (p.mean.empty() && p.std.empty()) return;
+  for (std::int64_t c = 0; c < p.channels; ++c) {
+    const float m = p.mean.empty() ? 0.0f : p.mean[static_cast<std::size_t>(c)];
+    const float s = p.std.empty() ? 1.0f : p.std[static_cast<std::size_t>(c)];
+    float* v = x + c * plane;  // (H, W)
+    for (std::int64_t k = 0; k < plane; ++k) v[k] = (v[k] - m) / s;
+  }
+}
+
 void preprocess_sample(const Preprocessing& p, const std::uint8_t* src, float* dst) {
   // Locals, so the compiler knows the stores into dst cannot change them (and vectorizes).
   const std::int64_t plane = p.height * p.width;
   const float rescale = p.rescale;
+  if (p.standardize) {
+    for (std::int64_t k = 0; k < p.channels * plane; ++k)
+      dst[k] = static_cast<float>(src[k]) * rescale;
+    finish_sample(p, dst);
+    return;
+  }
   for (std::int64_t c = 0; c < p.channels; ++c) {
     const float m = p.mean.empty() ? 0.0f : p.mean[static_cast<std::size_t>(c)];
     const float s = p.std.empty() ? 1.0f : p.std[static_cast<std::size_t>(c)];

@@ -50,7 +50,10 @@ ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::
                                     std::int64_t width, std::int64_t num_classes,
                                     std::uint64_t seed);
 
-/// What turns raw u8 pixels into a model's f32 input: x = (u8 * rescale - mean[c]) / std[c].
+/// What turns an image into a model's f32 input: resize to (channels, height, width) (an image
+/// file of another size: "stretch" the whole image, or take the "center_crop"), then
+/// v = u8 * rescale; with standardize, v = (v - mean(v)) / max(stddev(v), 1/sqrt(C*H*W)) over
+/// the sample (TensorFlow's per-image standardization); then x = (v - mean[c]) / std[c].
 /// Stored in checkpoints, so prediction applies exactly what training used.
 struct Preprocessing {
   float rescale = 1.0f / 255.0f;
@@ -59,15 +62,18 @@ struct Preprocessing {
   std::int64_t channels = 0;
   std::int64_t height = 0;
   std::int64_t width = 0;
+  std::string resize = "stretch";  // or "center_crop"
+  bool standardize = false;        // per-image standardization
 
   /// Throws InvalidArgument unless the sizes are positive, mean/std are empty or have one
-  /// entry per channel, every std is finite and non-zero, and rescale is finite.
+  /// entry per channel, every std is finite and non-zero, rescale is finite and resize is
+  /// "stretch" or "center_crop".
   void validate() const;
-  /// {"rescale":...,"mean":[...],"std":[...],"channels":C,"height":H,"width":W}; floats
-  /// round-trip exactly through from_json.
+  /// {"rescale":...,"mean":[...],"std":[...],"channels":C,"height":H,"width":W,
+  /// "resize":"stretch","standardize":false}; floats round-trip exactly through from_json.
   std::string to_json() const;
-  /// Parses to_json's output; throws ConfigError for malformed JSON, missing or mistyped
-  /// fields, or values validate() rejects.
+  /// Parses to_json's output (resize and standardize may be absent: older checkpoints); throws
+  /// ConfigError for malformed JSON, missing or mistyped fields, or values validate() rejects.
   static Preprocessing from_json(const std::string& text);
   /// Preprocessing for a dataset's image size: rescale only, or, with normalize, also the
   /// per-channel mean and std of the rescaled pixels (exact integer sums; thread-independent).
@@ -82,6 +88,11 @@ struct Preprocessing {
 /// Applies `p` to one sample: src (C, H, W) u8 -> dst (C, H, W) f32. The one place the
 /// preprocessing arithmetic lives.
 void preprocess_sample(const Preprocessing& p, const std::uint8_t* src, float* dst);
+
+/// The steps of Preprocessing after the rescale, in place on one rescaled sample x (C, H, W)
+/// f32: per-image standardization (when on), then mean/std. preprocess_sample and the
+/// augmenting transform both end with it.
+void finish_sample(const Preprocessing& p, float* x);
 
 /// A batch of preprocessed images and their labels.
 struct Batch {

@@ -1,0 +1,33 @@
+// CIFAR-10 in its binary distribution format: data_batch_1.bin ... data_batch_5.bin (training)
+// and test_batch.bin, each a sequence of 3073-byte records (1 label byte, then 1024 red, 1024
+// green and 1024 blue bytes of a 32x32 image, row-major), plus the optional batches.meta.txt
+// with one class name per line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "epoch/data/dataset.h"
+
+namespace epoch::data {
+
+/// The ten CIFAR-10 class names in label order ("airplane", ..., "truck").
+std::vector<std::string> cifar10_class_names();
+
+/// Loads split "train" (every data_batch_N.bin present, N = 1..5 in order; at least one) or
+/// "test" (test_batch.bin) from `dir`. Class names come from batches.meta.txt when present (10
+/// non-empty lines), else cifar10_class_names().
+/// ensures: images (N, 3, 32, 32) u8, labels (N) i32 in [0, 10), num_classes 10.
+/// Throws InvalidArgument for another split; IoError naming the file when a file is missing
+/// (listing the names looked for), empty, not a whole number of records ("truncated: 12345
+/// bytes is not a multiple of 3073"), or holds a label above 9 (naming the record).
+ImageDataset load_cifar10(const std::string& dir, const std::string& split);
+
+/// Writes `dataset` ((N, 3, 32, 32) u8, labels < 10) as CIFAR-10 binary files in `dir`: the
+/// records split evenly over `train_files` files data_batch_1.bin ... (split "train") or one
+/// test_batch.bin (split "test"), plus batches.meta.txt from dataset.class_names. Atomic per
+/// file; IoError on failure, InvalidArgument for a dataset of another shape.
+void write_cifar10(const std::string& dir, const std::string& split, const ImageDataset& dataset,
+                   int train_files = 5);
+
+}  // namespace epoch::data
