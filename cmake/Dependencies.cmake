@@ -6,6 +6,19 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 
+# libjpeg-turbo's TurboJPEG API (libturbojpeg0-dev): pkg-config's libturbojpeg module gives
+# hints, the header and library themselves are required.
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(PC_TURBOJPEG QUIET libturbojpeg)
+endif()
+find_path(TURBOJPEG_INCLUDE_DIR turbojpeg.h HINTS ${PC_TURBOJPEG_INCLUDE_DIRS} REQUIRED)
+find_library(TURBOJPEG_LIBRARY NAMES turbojpeg HINTS ${PC_TURBOJPEG_LIBRARY_DIRS} REQUIRED)
+add_library(epoch_turbojpeg INTERFACE IMPORTED)
+set_target_properties(epoch_turbojpeg PROPERTIES
+  INTERFACE_INCLUDE_DIRECTORIES "${TURBOJPEG_INCLUDE_DIR}"
+  INTERFACE_LINK_LIBRARIES "${TURBOJPEG_LIBRARY}")
+
 set(EPOCH_WITH_ONEDNN 0)
 if(EPOCH_ONEDNN)
   find_package(dnnl REQUIRED)

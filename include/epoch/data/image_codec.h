@@ -18,13 +18,18 @@ enum class ImageFormat { unknown, jpeg, png };
 ImageFormat sniff_image_format(std::span<const std::uint8_t> bytes);
 
 struct DecodeOptions {
-  /// DCT-domain downscaling: a JPEG is decoded at the smallest of libjpeg-turbo's scaling
-  /// factors (1/8, 2/8, ... 8/8) whose result is still at least min_width x min_height
-  /// (after EXIF orientation). 0 x 0: full size. PNG is always decoded at full size.
+  /// DCT-domain downscaling: a JPEG is decoded at the smallest of the scaling factors 1/8,
+  /// 1/4, 1/2, 1 whose result is still at least min_width x min_height (after EXIF
+  /// orientation). 0 x 0: full size. PNG is always decoded at full size. (libjpeg-turbo's
+  /// other factors, 3/8 ... 7/8, decode slower than full size: see image_codec.cpp.)
   std::int64_t min_width = 0;
   std::int64_t min_height = 0;
   /// Rotate/flip a JPEG as its EXIF Orientation tag (1-8) says, as viewers display it.
   bool apply_exif_orientation = true;
+  /// Refuse (IoError) an image of more than this many pixels at full size, before anything
+  /// is allocated for it: a guard against decompression bombs (the fuzz targets set it).
+  /// 0: no limit beyond 32768 in either dimension.
+  std::int64_t max_pixels = 0;
 };
 
 /// Decodes JPEG (baseline or progressive; gray -> 1 channel; YCbCr, RGB, CMYK and YCCK -> 3
