@@ -9,6 +9,7 @@
 #include "epoch/ops/backend.h"
 #include "epoch/train/evaluate.h"
 #include "epoch/train/inference.h"
+#include "epoch/train/training_data.h"
 
 namespace epoch::cli {
 namespace {
@@ -24,25 +25,20 @@ struct EvalOptions {
 int run_eval(const EvalOptions& o) {
   ops::set_num_threads(o.threads);
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
-  const std::string data_arg = o.data.empty() ? t.config.data : o.data;
-  data::ImageDataset test;
-  if (data_arg == "synthetic") {
-    const auto& in = t.model.spec.input;
-    const std::int64_t classes =
-        t.model.spec.task == models::Task::classification ? t.model.spec.outputs : 2;
-    test = data::make_synthetic_dataset(std::max<std::int64_t>(t.config.synthetic_count / 4, 1),
-                                        in[0], in[1], in[2], classes, t.config.seed + 1000003);
-  } else {
-    const std::string dir = data_arg.empty() ? data::default_fashion_mnist_dir() : data_arg;
-    if (dir.empty()) EPOCH_THROW(IoError, "Fashion-MNIST not found: pass --data DIR");
-    test = data::load_mnist_format(dir, "test");
+  train::TrainConfig c = t.config;
+  if (!o.data.empty()) {
+    c.data = o.data;
+    c.val_data.clear();
+    c.val_split = 0.0;
   }
-  if (o.limit > 0 && o.limit < test.size()) {
-    test.images = test.images.narrow0(0, o.limit);
-    test.labels = test.labels.narrow0(0, o.limit);
-  }
-  const train::EvalResult r =
-      train::evaluate(*t.model.net, t.model.spec.task, test, t.preprocessing, o.batch_size);
+  if (o.limit > 0) c.limit_test = o.limit;
+  const train::TrainingData data = train::open_training_data(c, t.model.spec);
+  data::LoaderConfig config;
+  config.batch_size = o.batch_size;
+  config.workers = train::resolve_workers(c, data);
+  config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
+  data::Loader loader(*data.val, t.preprocessing, std::nullopt, config, stderr);
+  const train::EvalResult r = train::evaluate(*t.model.net, t.model.spec.task, loader, data.val->size());
   if (o.json) {
     nlohmann::json j{{"checkpoint", o.checkpoint}, {"model", t.model.spec.name},
                      {"samples", r.count},         {"test_loss", r.loss}};
@@ -88,7 +84,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<EvalOptions>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the test split");
   cmd->add_option("checkpoint", o->checkpoint, "A checkpoint written by epoch train")->required();
-  cmd->add_option("--data", o->data, "Data folder (default: the one the run trained on)");
+  cmd->add_option("--data", o->data, "Data to evaluate on, as train --data (default: the run's validation data)");
   cmd->add_option("--batch-size", o->batch_size, "Samples per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--limit", o->limit, "Evaluate only the first N samples")->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
@@ -100,7 +96,7 @@ void add_predict_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand("predict", "Classify images with a checkpoint");
   cmd->add_option("checkpoint", o->checkpoint, "A checkpoint written by epoch train")->required();
-  cmd->add_option("inputs", o->inputs, "PNG files, or idx:PATH:INDEX")->required();
+  cmd->add_option("inputs", o->inputs, "JPEG or PNG files, or idx:PATH:INDEX")->required();
   cmd->add_flag("--json", o->json, "One JSON line per input");
   cmd->callback([o, &exit_code] { exit_code = run_predict(*o); });
 }

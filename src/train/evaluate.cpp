@@ -25,32 +25,39 @@ Tensor output_probabilities(models::Task task, const Tensor& output) {
 
 EvalResult evaluate(nn::Module& net, models::Task task, const data::ImageDataset& dataset,
                     const data::Preprocessing& pre, std::int64_t batch_size) {
+  data::MemorySource source(dataset);
+  data::LoaderConfig config;
+  config.batch_size = batch_size;
+  data::Loader loader(source, pre, std::nullopt, config, nullptr);
+  return evaluate(net, task, loader, source.size());
+}
+
+EvalResult evaluate(nn::Module& net, models::Task task, data::Loader& loader,
+                    std::int64_t num_samples) {
   autograd::NoGradGuard no_grad;
   const bool was_training = net.is_training();
   net.train(false);
-  const std::int64_t n = dataset.images.size(0);
-  data::BatchAssembler assembler(dataset, pre);
-  std::vector<std::int64_t> indices(static_cast<std::size_t>(n));
-  std::iota(indices.begin(), indices.end(), 0);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(num_samples));
+  std::iota(order.begin(), order.end(), 0);
+  loader.start_epoch(0, std::move(order));
   const Device device = net.parameters().front().second.device();
   double loss_sum = 0.0;
-  std::int64_t correct = 0;
-  for (std::int64_t begin = 0; begin < n; begin += batch_size) {
-    const std::int64_t count = std::min(batch_size, n - begin);
-    const data::Batch& batch = assembler.assemble(
-        std::span<const std::int64_t>(indices.data() + begin, static_cast<std::size_t>(count)));
-    const Tensor x = batch.images.to(device), labels = batch.labels.to(device);
+  std::int64_t correct = 0, n = 0;
+  while (const data::Batch* batch = loader.next()) {
+    const std::int64_t count = batch->images.size(0);
+    const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
     const Tensor out = net.forward(x);
     loss_sum += static_cast<double>(models::model_loss(task, out, x, labels).item()) *
                 static_cast<double>(count);
+    n += count;
     if (task == models::Task::reconstruction) continue;
     const std::vector<float> o = out.to_vector();
-    const std::vector<float> truth = batch.labels.to_vector();
+    const std::vector<float> truth = batch->labels.to_vector();
     const std::int64_t k = task == models::Task::binary ? 1 : out.size(1);
     for (std::int64_t i = 0; i < count; ++i) {
       std::int64_t predicted = 0;
       if (task == models::Task::binary) {
-        predicted = o[static_cast<std::size_t>(i)] > 0.0f ? 1 : 0;
+        predicted = o[static_cast<std::size_t>(i)] > 0.0f ? 1 : 0;  // p > 0.5
       } else {
         const float* row = o.data() + i * k;
         predicted = std::max_element(row, row + k) - row;

@@ -3,7 +3,9 @@
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/data/idx.h"
-#include "epoch/data/image.h"
+#include "epoch/data/augment.h"
+#include "epoch/data/image_codec.h"
+#include "epoch/data/loader.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/evaluate.h"
 
@@ -29,7 +31,7 @@ TrainedModel load_trained_model(const std::string& checkpoint_path) {
   return t;
 }
 
-Tensor load_input_image(const std::string& input, const data::Preprocessing& pre) {
+data::Image load_input_image(const std::string& input, const data::Preprocessing& pre) {
   if (input.rfind("idx:", 0) == 0) {
     const std::size_t colon = input.rfind(':');
     EPOCH_CHECK(colon > 4, input, ": expected idx:PATH:INDEX");
@@ -56,9 +58,16 @@ Tensor load_input_image(const std::string& input, const data::Preprocessing& pre
     image.channels = 1;
     const std::uint8_t* src = images.data<std::uint8_t>() + index * image.height * image.width;
     image.pixels.assign(src, src + image.height * image.width);
-    return data::image_to_chw(image, pre.channels, pre.height, pre.width);
+    return image;
   }
-  return data::image_to_chw(data::read_png(input), pre.channels, pre.height, pre.width);
+  return data::read_image(input, data::decode_hint(pre, nullptr));  // as evaluation decodes
+}
+
+Tensor preprocess_input(const data::Image& image, const data::Preprocessing& pre) {
+  Tensor x = Tensor::empty({1, pre.channels, pre.height, pre.width}, DType::f32);
+  RandomStream unused(0, 0);
+  data::transform_sample(data::ImageView::of(image), pre, nullptr, unused, x.f32());
+  return x;
 }
 
 std::vector<Prediction> predict(TrainedModel& trained, const std::vector<std::string>& inputs) {
@@ -68,8 +77,7 @@ std::vector<Prediction> predict(TrainedModel& trained, const std::vector<std::st
   std::vector<Prediction> out;
   autograd::NoGradGuard no_grad;
   for (const std::string& input : inputs) {
-    const Tensor chw = load_input_image(input, pre);
-    const Tensor x = pre.apply(chw.view({1, pre.channels, pre.height, pre.width}));
+    const Tensor x = preprocess_input(load_input_image(input, pre), pre);
     const Tensor probs = output_probabilities(trained.model.spec.task, trained.model.net->forward(x));
     Prediction p;
     p.input = input;

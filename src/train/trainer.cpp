@@ -12,6 +12,7 @@
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/data/dataset.h"
+#include "epoch/data/loader.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/flat_parameters.h"
 #include "epoch/nn/layers.h"
@@ -21,6 +22,7 @@
 #include "epoch/train/evaluate.h"
 #include "epoch/train/metrics_log.h"
 #include "epoch/train/progress.h"
+#include "epoch/train/training_data.h"
 
 namespace epoch::train {
 namespace fs = std::filesystem;
@@ -80,7 +82,17 @@ json TrainConfig::to_json() const {
               {"log_every", log_every},
               {"limit_train", limit_train},
               {"limit_test", limit_test},
-              {"synthetic_count", synthetic_count}};
+              {"synthetic_count", synthetic_count},
+              {"val_data", val_data},
+              {"val_split", val_split},
+              {"workers", workers},
+              {"prefetch", prefetch},
+              {"on_bad_image", on_bad_image},
+              {"cache_mib", cache_mib},
+              {"augment", augment.to_json()},
+              {"rescale", rescale},
+              {"standardize", standardize},
+              {"resize", resize}};
 }
 
 TrainConfig TrainConfig::from_json(const json& j) {
@@ -115,6 +127,17 @@ TrainConfig TrainConfig::from_json(const json& j) {
     c.limit_train = j.at("limit_train").get<std::int64_t>();
     c.limit_test = j.at("limit_test").get<std::int64_t>();
     c.synthetic_count = j.at("synthetic_count").get<std::int64_t>();
+    // Fields added later: older runs lack them.
+    c.val_data = j.value("val_data", std::string());
+    c.val_split = j.value("val_split", 0.0);
+    c.workers = j.value("workers", -1);
+    c.prefetch = j.value("prefetch", 2);
+    c.on_bad_image = j.value("on_bad_image", std::string("skip"));
+    c.cache_mib = j.value("cache_mib", std::int64_t{1024});
+    if (j.contains("augment")) c.augment = data::AugmentConfig::from_json(j.at("augment"));
+    c.rescale = j.value("rescale", 1.0f / 255.0f);
+    c.standardize = j.value("standardize", false);
+    c.resize = j.value("resize", std::string("stretch"));
   } catch (const json::exception& e) {
     EPOCH_THROW(ConfigError, "stored run configuration is invalid: ", e.what());
   }
@@ -156,67 +179,14 @@ void check_config(const TrainConfig& c) {
   if (c.warmup_steps < -1) EPOCH_THROW(ConfigError, "--warmup-steps must be >= 0");
 }
 
-struct Data {
-  data::ImageDataset train, test;
-};
-
-data::ImageDataset take_first(const data::ImageDataset& d, std::int64_t limit) {
-  if (limit <= 0 || limit >= d.images.size(0)) return d;
-  data::ImageDataset out = d;
-  out.images = d.images.narrow0(0, limit);
-  out.labels = d.labels.narrow0(0, limit);
-  return out;
-}
-
-Data load_data(const TrainConfig& c, const models::ModelSpec& spec) {
-  Data d;
-  if (c.data == "synthetic") {
-    const std::int64_t classes = spec.task == models::Task::classification ? spec.outputs : 2;
-    d.train = data::make_synthetic_dataset(c.synthetic_count, spec.input[0], spec.input[1],
-                                           spec.input[2], classes, c.seed);
-    d.test = data::make_synthetic_dataset(std::max<std::int64_t>(c.synthetic_count / 4, 1),
-                                          spec.input[0], spec.input[1], spec.input[2], classes,
-                                          c.seed + 1000003);
-  } else {
-    std::string dir = c.data.empty() ? data::default_fashion_mnist_dir() : c.data;
-    if (dir.empty())
-      EPOCH_THROW(IoError, "Fashion-MNIST not found: install Debian's dataset-fashion-mnist "
-                           "package (make deps) or pass --data DIR");
-    d.train = data::load_mnist_format(dir, "train");
-    d.test = data::load_mnist_format(dir, "test");
-  }
-  d.train = take_first(d.train, c.limit_train);
-  d.test = take_first(d.test, c.limit_test);
-  const Shape sample{d.train.images.size(1), d.train.images.size(2), d.train.images.size(3)};
-  if (sample != spec.input)
-    EPOCH_THROW(ConfigError, "model ", spec.name, " expects inputs ", shape_str(spec.input),
-                " but the data ", d.train.source, " has ", shape_str(sample));
-  if (spec.task == models::Task::classification && d.train.num_classes > spec.outputs)
-    EPOCH_THROW(ConfigError, "model ", spec.name, " has ", spec.outputs,
-                " outputs but the data has ", d.train.num_classes, " classes");
-  if (spec.task == models::Task::binary && d.train.num_classes != 2)
-    EPOCH_THROW(ConfigError, "model ", spec.name, " is binary but the data has ",
-                d.train.num_classes, " classes");
-  return d;
-}
-
-data::Preprocessing preprocessing_for(const models::ModelSpec& spec) {
-  data::Preprocessing p;
-  p.rescale = 1.0f / 255.0f;
-  p.channels = spec.input[0];
-  p.height = spec.input[1];
-  p.width = spec.input[2];
-  return p;
-}
-
 std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
                                                        const data::Preprocessing& pre,
-                                                       const data::ImageDataset& train_data,
+                                                       const data::SampleSource& train_data,
                                                        std::int64_t epoch, std::int64_t step,
                                                        const EvalResult& eval) {
   return {{"model", c.model},
           {"preprocessing", pre.to_json()},
-          {"class_names", json(train_data.class_names).dump()},
+          {"class_names", json(train_data.class_names()).dump()},
           {"epoch", std::to_string(epoch)},
           {"step", std::to_string(step)},
           {"seed", std::to_string(c.seed)},
@@ -275,15 +245,23 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
                 ")");
   models::Model model = models::build_model(c.model);
   const models::ModelSpec& spec = model.spec;
-  Data data = load_data(c, spec);
-  const data::Preprocessing pre = preprocessing_for(spec);
+  TrainingData data = open_training_data(c, spec);
+  const data::Preprocessing pre = preprocessing_for(c, spec);
+  c.augment.validate();
+  data::LoaderConfig loader_config;
+  loader_config.batch_size = c.batch_size;
+  loader_config.workers = resolve_workers(c, data);
+  loader_config.prefetch = c.prefetch;
+  loader_config.seed = c.seed;
+  loader_config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
+  std::FILE* warnings = c.quiet ? nullptr : progress_out;
 
   nn::initialize(*model.net, c.seed);
   model.net->to(device);
   nn::FlatParameters flat = nn::flatten_parameters(*model.net);
   std::unique_ptr<optim::Optimizer> optimizer = optim::make_optimizer(c.optimizer, model.net->parameters());
 
-  const std::int64_t n_train = data.train.images.size(0);
+  const std::int64_t n_train = data.train->size();
   const std::int64_t steps_per_epoch = (n_train + c.batch_size - 1) / c.batch_size;
   optim::ScheduleConfig sched = c.schedule;
   sched.base_lr = c.optimizer.lr;
@@ -314,26 +292,30 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   }
   MetricsLog metrics((run_dir / "metrics.jsonl").string());
   Progress progress(progress_out, c.progress_interactive);
-  data::BatchAssembler assembler(data.train, pre);
+  data::Loader loader(*data.train, pre, c.augment, loader_config, warnings);
+  data::LoaderConfig eval_config = loader_config;
+  eval_config.batch_size = c.eval_batch_size;
+  data::Loader eval_loader(*data.val, pre, std::nullopt, eval_config, warnings);
 
-  double train_seconds = 0.0;
+  double train_seconds = 0.0, wait_seconds = 0.0;
   std::int64_t images_this_run = 0;
   EvalResult eval;
   const std::int64_t end_epoch =
       c.stop_after_epochs > 0 ? std::min(c.epochs, start_epoch + c.stop_after_epochs) : c.epochs;
   for (std::int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
-    const std::vector<std::int64_t> order = data::epoch_order(n_train, c.seed, epoch, true);
+    loader.start_epoch(epoch, data::epoch_order(n_train, c.seed, epoch, true));
+    const double wait_before = loader.stats().wait_s;
     model.net->train(true);
     if (!c.quiet) progress.start_epoch(epoch + 1, c.epochs, steps_per_epoch);
     const auto epoch_start = std::chrono::steady_clock::now();
     double loss_sum = 0.0, window_sum = 0.0;
     std::int64_t window_n = 0, images = 0;
-    for (std::int64_t s = 0; s < steps_per_epoch; ++s, ++global_step) {
-      const std::int64_t begin = s * c.batch_size;
-      const std::int64_t count = std::min(c.batch_size, n_train - begin);
-      const data::Batch& batch =
-          assembler.assemble(std::span<const std::int64_t>(order.data() + begin, static_cast<std::size_t>(count)));
-      const Tensor x = batch.images.to(device), labels = batch.labels.to(device);
+    std::int64_t s = 0;
+    for (; s < steps_per_epoch; ++s, ++global_step) {
+      const data::Batch* batch = loader.next();
+      if (batch == nullptr) break;  // bad images were skipped: fewer batches this epoch
+      const std::int64_t count = batch->images.size(0);
+      const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
       model.net->set_step_seed(c.seed, static_cast<std::uint64_t>(global_step));
       optimizer->set_lr(schedule->lr_at(global_step));
       ops::fill_(flat.grads, 0.0f);
@@ -361,22 +343,28 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
     }
     const double epoch_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    // A whole batch of skipped images shortens the epoch; keep the step count (and so the
+    // schedule and resumption) as planned.
+    global_step += steps_per_epoch - s;
+    const double epoch_wait = loader.stats().wait_s - wait_before;
     train_seconds += epoch_s;
+    wait_seconds += epoch_wait;
     images_this_run += images;
-    result.train_loss = loss_sum / static_cast<double>(steps_per_epoch);
+    result.train_loss = s > 0 ? loss_sum / static_cast<double>(s) : 0.0;
 
-    eval = evaluate(*model.net, spec.task, data.test, pre, c.eval_batch_size);
+    eval = evaluate(*model.net, spec.task, eval_loader, data.val->size());
     const double ips = static_cast<double>(images) / epoch_s;
     json record{{"kind", "epoch"},           {"epoch", epoch + 1},
                 {"step", global_step},       {"train_loss", result.train_loss},
                 {"test_loss", eval.loss},    {"images_per_s", ips},
                 {"epoch_s", epoch_s},        {"peak_rss_mib", peak_rss_mib()},
+                {"data_wait_s", epoch_wait},
                 {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                             wall_start).count()}};
     record["test_accuracy"] = eval.accuracy >= 0 ? json(eval.accuracy) : json(nullptr);
     metrics.write(record);
 
-    const auto meta = checkpoint_metadata(c, pre, data.train, epoch + 1, global_step, eval);
+    const auto meta = checkpoint_metadata(c, pre, *data.train, epoch + 1, global_step, eval);
     const fs::path epoch_ckpt = ckpt_dir / ("epoch-" + std::to_string(epoch + 1) + ".safetensors");
     save_checkpoint(epoch_ckpt.string(), *model.net, optimizer.get(), meta);
     save_checkpoint(last_ckpt.string(), *model.net, optimizer.get(), meta);
@@ -399,6 +387,9 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   result.test_loss = eval.loss;
   result.test_accuracy = eval.accuracy;
   result.images_per_s = train_seconds > 0 ? static_cast<double>(images_this_run) / train_seconds : 0;
+  result.data_wait_fraction = train_seconds > 0 ? wait_seconds / train_seconds : 0.0;
+  result.skipped_images =
+      static_cast<std::int64_t>(loader.stats().bad_files.size() + eval_loader.stats().bad_files.size());
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

@@ -5,6 +5,8 @@
 #include <cstdint>
 
 #include "epoch/data/dataset.h"
+#include "epoch/data/loader.h"
+#include "epoch/data/source.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/module.h"
 
@@ -19,6 +21,11 @@ struct EvalResult {
 /// Mean loss (weighted by batch size) and accuracy over every sample of `dataset`.
 EvalResult evaluate(nn::Module& net, models::Task task, const data::ImageDataset& dataset,
                     const data::Preprocessing& pre, std::int64_t batch_size);
+
+/// The same over every sample a loader (no augmentation, any order) yields in one epoch;
+/// skipped bad images are not counted. Binary models: accuracy at threshold 0.5.
+EvalResult evaluate(nn::Module& net, models::Task task, data::Loader& loader,
+                    std::int64_t num_samples);
 
 /// Class probabilities (N, K) of a model's output: softmax for classification, (N, 2) of
 /// [1 - p, p] with p = sigmoid(logit) for binary models.

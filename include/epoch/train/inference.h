@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "epoch/data/dataset.h"
+#include "epoch/data/image.h"
 #include "epoch/models/zoo.h"
 #include "epoch/train/trainer.h"
 
@@ -31,10 +32,14 @@ struct Prediction {
   std::vector<float> probabilities;
 };
 
-/// Classifies each input: a PNG file, or `idx:PATH:INDEX` (image INDEX of an IDX image file).
+/// Classifies each input: a JPEG or PNG file, or `idx:PATH:INDEX` (image INDEX of an IDX image
+/// file), with exactly the checkpoint's preprocessing (the same transform as evaluation).
 std::vector<Prediction> predict(TrainedModel& trained, const std::vector<std::string>& inputs);
 
-/// The raw (C, H, W) u8 image an input names, resized to the model's input (see predict).
-Tensor load_input_image(const std::string& input, const data::Preprocessing& pre);
+/// The decoded image an input names (JPEGs at the DCT scale evaluation would use).
+data::Image load_input_image(const std::string& input, const data::Preprocessing& pre);
+
+/// One decoded image -> the model input (1, C, H, W) f32, as evaluation transforms samples.
+Tensor preprocess_input(const data::Image& image, const data::Preprocessing& pre);
 
 }  // namespace epoch::train

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "epoch/data/augment.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/optim/schedule.h"
 
@@ -24,9 +25,25 @@ const char* determinism_name(Determinism d);
 
 struct TrainConfig {
   std::string model = "fmnist-cnn";
-  /// A folder of MNIST-format IDX files, "synthetic" for generated data, or empty for Debian's
-  /// Fashion-MNIST.
+  /// What to train on (see training_data.h): empty for Debian's Fashion-MNIST, "synthetic",
+  /// "cifar10:DIR", a folder of MNIST-format IDX files, of CIFAR-10 binaries, or of images
+  /// (one subfolder per class, or train/ and validation/ folders of those).
   std::string data;
+  /// Validation images for an image-folder --data (default: its validation/, val/ or test/).
+  std::string val_data;
+  /// Keras validation_split: hold out this fraction of each class of an image folder.
+  double val_split = 0.0;
+  int workers = -1;        // loader threads; -1: 1 for image files, 0 for in-memory data
+  int prefetch = 2;        // batches made ahead
+  std::string on_bad_image = "skip";  // skip | fail
+  std::int64_t cache_mib = 1024;      // decoded-image cache of an image folder (0: off)
+  /// Random augmentation of training samples (the model's recipe by default; see recipe.h).
+  data::AugmentConfig augment;
+  /// Input preprocessing (stored in checkpoints): rescale, per-image standardization, and how
+  /// images of another size are resized for evaluation and prediction.
+  float rescale = 1.0f / 255.0f;
+  bool standardize = false;
+  std::string resize = "stretch";
   std::int64_t epochs = 3;
   // The default recipe (Adam 2e-3, batch 32, linear warm-up then cosine to 0) is the one that
   // reaches 91% on Fashion-MNIST within 3 epochs (docs/BENCHMARKS.md).
@@ -66,6 +83,8 @@ struct TrainResult {
   double test_loss = 0.0;
   double test_accuracy = -1.0;  // -1 when the task has no accuracy (reconstruction)
   double images_per_s = 0.0;    // training images per second of this invocation (no eval)
+  double data_wait_fraction = 0.0;  // share of training time spent waiting for input
+  std::int64_t skipped_images = 0;  // bad image files skipped (training and validation)
   double wall_s = 0.0;          // wall time of this invocation
   nlohmann::json to_json() const;
 };

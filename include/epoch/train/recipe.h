@@ -1,0 +1,19 @@
+// Each zoo model's training recipe (MODELS.md): optimizer, learning rate, schedule, batch size,
+// augmentation and input preprocessing, as the model's source trained it. `epoch train` starts
+// from the recipe and applies the flags given on the command line on top.
+#pragma once
+
+#include <string>
+
+#include "epoch/train/trainer.h"
+
+namespace epoch::train {
+
+/// A TrainConfig for `model` with its recipe filled in (other fields at their defaults).
+/// Unknown models get the defaults (the zoo lookup reports them later).
+TrainConfig recipe_for(const std::string& model);
+
+/// One line naming the recipe's source and choices, for `epoch models --recipes` and logs.
+std::string describe_recipe(const TrainConfig& config);
+
+}  // namespace epoch::train

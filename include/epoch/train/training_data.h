@@ -1,0 +1,36 @@
+// Resolving `--data` (and `--val-data`, `--val-split`) into training and validation sample
+// sources, and the preprocessing a model's inputs get.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "epoch/data/dataset.h"
+#include "epoch/data/source.h"
+#include "epoch/models/zoo.h"
+#include "epoch/train/trainer.h"
+
+namespace epoch::train {
+
+struct TrainingData {
+  std::unique_ptr<data::SampleSource> train, val;
+  /// fashion-mnist, idx, cifar10, image-folder or synthetic.
+  std::string kind;
+  bool from_files() const { return kind == "image-folder"; }
+};
+
+/// `data` is: empty (Debian's Fashion-MNIST), "synthetic" (generated in memory at the model's
+/// input size), "cifar10:DIR", or a folder holding MNIST-format IDX files, CIFAR-10 binaries
+/// (directly or in cifar-10-batches-bin/), train/ plus validation/ (or val/, test/) image
+/// folders, or class subfolders of images (then --val-data or --val-split is needed).
+/// limit_train / limit_test keep only the first N samples. Throws IoError / ConfigError with
+/// the fix in the message (e.g. the model is binary but the data has 10 classes).
+TrainingData open_training_data(const TrainConfig& config, const models::ModelSpec& spec);
+
+/// The preprocessing of a model's inputs under `config` (size from the model's spec).
+data::Preprocessing preprocessing_for(const TrainConfig& config, const models::ModelSpec& spec);
+
+/// Loader workers for --workers -1 (auto): 1 for image files, 0 for in-memory data.
+int resolve_workers(const TrainConfig& config, const TrainingData& data);
+
+}  // namespace epoch::train

@@ -1,0 +1,291 @@
+// Input-pipeline and end-to-end benchmarks (see pipeline_bench.h).
+#include "epoch/bench/pipeline_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+#include "epoch/autograd/autograd.h"
+#include "epoch/bench/compute_bench.h"
+#include "epoch/data/loader.h"
+#include "epoch/nn/flat_parameters.h"
+#include "epoch/nn/layers.h"
+#include "epoch/ops/backend.h"
+#include "epoch/ops/elementwise.h"
+#include "epoch/train/recipe.h"
+#include "epoch/train/training_data.h"
+
+namespace epoch::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+train::TrainConfig data_config(const std::string& model, const std::string& data_arg,
+                               std::int64_t cache_mib) {
+  train::TrainConfig c = train::recipe_for(model);
+  c.data = data_arg;
+  c.cache_mib = cache_mib;
+  c.quiet = true;
+  return c;
+}
+
+/// Makes sure a bad image in a benchmark is reported, not silently timed.
+void fetch_or_throw(const data::SampleSource& source, std::int64_t i, const data::DecodeOptions& hint,
+                    data::Image& scratch, data::ImageView& view) {
+  view = source.fetch(i, hint, scratch);
+}
+
+}  // namespace
+
+nlohmann::json PipelineBenchResult::to_json() const {
+  return {{"kind", "pipeline"},
+          {"model", config.model},
+          {"data", config.data},
+          {"output", output},
+          {"augmentation", augmentation},
+          {"dataset_images", dataset_images},
+          {"images_per_measurement", config.images},
+          {"mean_file_kib", mean_file_kib},
+          {"mean_decoded_width", mean_source_width},
+          {"mean_decoded_height", mean_source_height},
+          {"read_per_s", read_per_s},
+          {"decode_per_s", decode_per_s},
+          {"per_core_per_s", per_core_per_s},
+          {"workers", config.workers},
+          {"workers_per_s", workers_per_s}};
+}
+
+PipelineBenchResult run_pipeline_bench(const PipelineBenchConfig& cfg) {
+  if (cfg.images < 1) EPOCH_THROW(ConfigError, "--images must be at least 1");
+  if (cfg.workers < 0) EPOCH_THROW(ConfigError, "--workers must be >= 0");
+  const models::Model model = models::build_model(cfg.model);
+  const train::TrainConfig tc = data_config(cfg.model, cfg.data, 0);  // no cache: decode every time
+  const train::TrainingData data = train::open_training_data(tc, model.spec);
+  const data::SampleSource& source = *data.train;
+  const data::Preprocessing pre = train::preprocessing_for(tc, model.spec);
+  const data::AugmentConfig augment = cfg.augment ? tc.augment : data::AugmentConfig{};
+  const data::AugmentConfig* aug = augment.enabled() ? &augment : nullptr;
+  const data::DecodeOptions hint = data::decode_hint(pre, aug);
+
+  PipelineBenchResult r;
+  r.config = cfg;
+  r.dataset_images = source.size();
+  r.output = std::to_string(pre.channels) + "x" + std::to_string(pre.height) + "x" +
+             std::to_string(pre.width);
+  r.augmentation = aug ? augment.describe() : "none";
+  const std::int64_t n = cfg.images;
+  const auto index = [&](std::int64_t k) { return k % source.size(); };
+  const auto* folder = dynamic_cast<const data::FolderSource*>(&source);
+
+  // Warm the page cache (untimed), then time reads alone.
+  if (folder) {
+    const std::int64_t distinct = std::min(n, source.size());
+    double bytes = 0;
+    for (std::int64_t k = 0; k < distinct; ++k)
+      bytes += static_cast<double>(data::read_file_bytes(folder->sample_name(k)).size());
+    r.mean_file_kib = bytes / static_cast<double>(distinct) / 1024.0;
+    auto t0 = Clock::now();
+    for (std::int64_t k = 0; k < n; ++k) (void)data::read_file_bytes(folder->sample_name(index(k)));
+    r.read_per_s = static_cast<double>(n) / seconds_since(t0);
+    double w = 0, h = 0;
+    t0 = Clock::now();
+    for (std::int64_t k = 0; k < n; ++k) {
+      const data::Image image = data::read_image(folder->sample_name(index(k)), hint);
+      w += static_cast<double>(image.width);
+      h += static_cast<double>(image.height);
+    }
+    r.decode_per_s = static_cast<double>(n) / seconds_since(t0);
+    r.mean_source_width = w / static_cast<double>(n);
+    r.mean_source_height = h / static_cast<double>(n);
+  }
+  // One thread, the whole per-sample path into a model input.
+  {
+    std::vector<float> out(static_cast<std::size_t>(pre.channels * pre.height * pre.width));
+    data::Image scratch;
+    data::ImageView view;
+    const auto t0 = Clock::now();
+    for (std::int64_t k = 0; k < n; ++k) {
+      fetch_or_throw(source, index(k), hint, scratch, view);
+      RandomStream rng = data::sample_stream(cfg.seed, 0, index(k));
+      data::transform_sample(view, pre, aug, rng, out.data());
+    }
+    r.per_core_per_s = static_cast<double>(n) / seconds_since(t0);
+  }
+  // The loader with its workers, batch by batch.
+  {
+    data::LoaderConfig lc;
+    lc.batch_size = cfg.batch_size;
+    lc.workers = cfg.workers;
+    lc.seed = cfg.seed;
+    lc.on_bad_image = data::OnBadImage::fail;
+    data::Loader loader(source, pre, aug ? std::optional(augment) : std::nullopt, lc, nullptr);
+    std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) order[static_cast<std::size_t>(k)] = index(k);
+    const auto t0 = Clock::now();
+    loader.start_epoch(0, order);
+    std::int64_t got = 0;
+    while (const data::Batch* b = loader.next()) got += b->images.size(0);
+    r.workers_per_s = static_cast<double>(got) / seconds_since(t0);
+  }
+  return r;
+}
+
+nlohmann::json EndToEndBenchResult::to_json() const {
+  return {{"kind", "end_to_end"},
+          {"model", config.model},
+          {"data", config.data},
+          {"device", config.device},
+          {"batch_size", config.batch_size},
+          {"threads", threads_used},
+          {"workers", workers_used},
+          {"cache_mib", config.cache_mib},
+          {"warm_cache", config.warm_cache},
+          {"steps", config.steps},
+          {"images_per_s", images_per_s},
+          {"step_ms", step_ms},
+          {"wait_ms", wait_ms},
+          {"forward_ms", forward_ms},
+          {"backward_ms", backward_ms},
+          {"optimizer_ms", optimizer_ms},
+          {"compute_only_images_per_s", compute_only_images_per_s},
+          {"fraction_of_compute", fraction_of_compute},
+          {"cached_images", cached_images},
+          {"dataset_images", dataset_images},
+          {"verdict", verdict}};
+}
+
+EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
+  if (cfg.steps < 10) EPOCH_THROW(ConfigError, "--steps must be at least 10");
+  if (cfg.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
+  EndToEndBenchResult r;
+  r.config = cfg;
+  // Compute alone first: the same model, batch and threads on in-memory synthetic inputs.
+  ComputeBenchConfig cc;
+  cc.model = cfg.model;
+  cc.batch_size = cfg.batch_size;
+  cc.device = cfg.device;
+  cc.threads = cfg.threads;
+  cc.steps = std::max(cfg.steps / 2, 10);
+  cc.seed = cfg.seed;
+  r.compute_only_images_per_s = run_compute_bench(cc).train_images_per_s;
+
+  ops::set_num_threads(cfg.threads);
+  r.threads_used = ops::num_threads();
+  train::TrainConfig tc = data_config(cfg.model, cfg.data, cfg.cache_mib);
+  tc.workers = cfg.workers;
+  tc.batch_size = cfg.batch_size;
+  models::Model model = models::build_model(cfg.model);
+  const train::TrainingData data = train::open_training_data(tc, model.spec);
+  const data::SampleSource& source = *data.train;
+  const data::Preprocessing pre = train::preprocessing_for(tc, model.spec);
+  r.dataset_images = source.size();
+  r.workers_used = train::resolve_workers(tc, data);
+  const auto* folder = dynamic_cast<const data::FolderSource*>(&source);
+  if (folder && cfg.warm_cache && cfg.cache_mib > 0) {
+    const data::DecodeOptions hint = data::decode_hint(pre, &tc.augment);
+    std::vector<char> bad(static_cast<std::size_t>(source.size()), 0);
+#pragma omp parallel for schedule(dynamic, 16)
+    for (std::int64_t i = 0; i < source.size(); ++i) {
+      data::Image scratch;
+      try {
+        (void)source.fetch(i, hint, scratch);
+      } catch (const IoError&) {
+        bad[static_cast<std::size_t>(i)] = 1;  // the loader reports it when met
+      }
+    }
+    const double per_image = static_cast<double>(folder->cached_bytes()) /
+                             std::max<double>(1.0, static_cast<double>(source.size()));
+    r.cached_images = per_image > 0 ? static_cast<std::int64_t>(
+                                          static_cast<double>(folder->cached_bytes()) / per_image)
+                                    : 0;
+  }
+
+  const Device device = parse_device(cfg.device);
+  nn::initialize(*model.net, cfg.seed);
+  model.net->to(device);
+  nn::FlatParameters flat = nn::flatten_parameters(*model.net);
+  auto optimizer = optim::make_optimizer(tc.optimizer, model.net->parameters());
+  data::LoaderConfig lc;
+  lc.batch_size = cfg.batch_size;
+  lc.workers = r.workers_used;
+  lc.prefetch = cfg.prefetch;
+  lc.seed = cfg.seed;
+  data::Loader loader(source, pre, tc.augment, lc, stderr);
+  std::int64_t epoch = 0;
+  loader.start_epoch(epoch, data::epoch_order(source.size(), cfg.seed, epoch, true));
+  model.net->train(true);
+  const auto sync = [&](const Tensor& t) {
+    if (device.is_cuda()) (void)t.view({t.numel()}).narrow0(0, 1).to(Device::cpu());
+  };
+  double wait = 0, fwd = 0, bwd = 0, opt = 0, total = 0;
+  std::int64_t images = 0;
+  for (int step = 0; step < cfg.warmup + cfg.steps; ++step) {
+    const bool timed = step >= cfg.warmup;
+    const auto t0 = Clock::now();
+    const data::Batch* batch = loader.next();
+    if (batch == nullptr) {
+      ++epoch;
+      loader.start_epoch(epoch, data::epoch_order(source.size(), cfg.seed, epoch, true));
+      batch = loader.next();
+      if (batch == nullptr) EPOCH_THROW(IoError, source.description(), ": no readable images");
+    }
+    const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
+    const auto t1 = Clock::now();
+    model.net->set_step_seed(cfg.seed, static_cast<std::uint64_t>(step));
+    ops::fill_(flat.grads, 0.0f);
+    Tensor loss = models::model_loss(model.spec.task, model.net->forward(x), x, labels);
+    sync(loss);
+    const auto t2 = Clock::now();
+    loss.backward();
+    sync(flat.grads);
+    const auto t3 = Clock::now();
+    optimizer->step();
+    (void)loss.item();
+    const auto t4 = Clock::now();
+    if (!timed) continue;
+    using S = std::chrono::duration<double>;
+    wait += S(t1 - t0).count();
+    fwd += S(t2 - t1).count();
+    bwd += S(t3 - t2).count();
+    opt += S(t4 - t3).count();
+    total += S(t4 - t0).count();
+    images += batch->images.size(0);
+  }
+  const double steps = cfg.steps;
+  r.images_per_s = static_cast<double>(images) / total;
+  r.step_ms = 1e3 * total / steps;
+  r.wait_ms = 1e3 * wait / steps;
+  r.forward_ms = 1e3 * fwd / steps;
+  r.backward_ms = 1e3 * bwd / steps;
+  r.optimizer_ms = 1e3 * opt / steps;
+  r.fraction_of_compute = r.images_per_s / r.compute_only_images_per_s;
+
+  char line[320];
+  const double wait_share = wait / total;
+  if (wait_share > 0.10) {
+    std::string fix;
+    if (r.workers_used < 2 * r.threads_used)
+      fix = "try --workers " + std::to_string(r.workers_used + 1);
+    if (folder && (!cfg.warm_cache || cfg.cache_mib == 0 || r.cached_images < r.dataset_images))
+      fix += std::string(fix.empty() ? "try" : " or") + " a larger --cache-mib (decoded images "
+                                                          "are reused across epochs)";
+    if (fix.empty()) fix = "the input pipeline needs more cores than compute leaves it";
+    std::snprintf(line, sizeof line, "input-bound: %.0f%% of step time waiting for data; %s",
+                  100.0 * wait_share, fix.c_str());
+  } else {
+    std::snprintf(line, sizeof line,
+                  "compute-bound: %.0f%% forward, %.0f%% backward, %.0f%% optimizer, %.0f%% waiting "
+                  "for data (%.0f%% of compute-only throughput)",
+                  100.0 * fwd / total, 100.0 * bwd / total, 100.0 * opt / total, 100.0 * wait_share,
+                  100.0 * r.fraction_of_compute);
+  }
+  r.verdict = line;
+  return r;
+}
+
+}  // namespace epoch::bench

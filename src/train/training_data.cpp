@@ -1,0 +1,161 @@
+// Resolving --data into sample sources (see training_data.h).
+#include "epoch/train/training_data.h"
+
+#include <filesystem>
+
+#include "epoch/data/cifar10.h"
+
+namespace epoch::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool path_exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
+}
+
+bool has_idx(const fs::path& dir) {
+  return path_exists(dir / "train-images-idx3-ubyte") || path_exists(dir / "train-images-idx3-ubyte.gz");
+}
+
+data::ImageDataset take_first(const data::ImageDataset& d, std::int64_t limit) {
+  if (limit <= 0 || limit >= d.size()) return d;
+  data::ImageDataset out = d;
+  out.images = d.images.narrow0(0, limit);
+  out.labels = d.labels.narrow0(0, limit);
+  return out;
+}
+
+data::ImageFolder take_first(data::ImageFolder f, std::int64_t limit) {
+  if (limit <= 0 || limit >= static_cast<std::int64_t>(f.files.size())) return f;
+  // The first N in sorted order would hold one class only: keep every k-th file instead.
+  data::ImageFolder out{f.root, f.class_names, {}, {}};
+  const double step = static_cast<double>(f.files.size()) / static_cast<double>(limit);
+  for (std::int64_t i = 0; i < limit; ++i) {
+    const auto k = static_cast<std::size_t>(static_cast<double>(i) * step);
+    out.files.push_back(f.files[k]);
+    out.labels.push_back(f.labels[k]);
+  }
+  return out;
+}
+
+void memory_pair(TrainingData& d, data::ImageDataset train, data::ImageDataset val,
+                 const TrainConfig& c) {
+  d.train = std::make_unique<data::MemorySource>(take_first(train, c.limit_train));
+  d.val = std::make_unique<data::MemorySource>(take_first(val, c.limit_test));
+}
+
+void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& c) {
+  data::ImageFolder train = data::scan_image_folder(train_dir.string());
+  data::ImageFolder val;
+  if (!c.val_data.empty()) {
+    if (c.val_split > 0)
+      EPOCH_THROW(ConfigError, "--val-data and --val-split both given: choose one");
+    val = data::scan_image_folder(c.val_data, train.class_names);
+  } else if (c.val_split > 0) {
+    std::tie(train, val) = data::split_image_folder(train, c.val_split);
+  } else {
+    const fs::path root = train_dir.parent_path();
+    bool found = false;
+    if (train_dir.filename() == "train") {
+      for (const char* name : {"validation", "val", "test"}) {
+        if (fs::is_directory(root / name)) {
+          val = data::scan_image_folder((root / name).string(), train.class_names);
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found)
+      EPOCH_THROW(ConfigError, train_dir.string(),
+                  ": no validation images: pass --val-data DIR or --val-split 0.2");
+  }
+  const std::int64_t cache = c.cache_mib * 1024 * 1024;
+  d.train = std::make_unique<data::FolderSource>(take_first(std::move(train), c.limit_train), cache);
+  d.val = std::make_unique<data::FolderSource>(take_first(std::move(val), c.limit_test), cache);
+  d.kind = "image-folder";
+}
+
+}  // namespace
+
+TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& spec) {
+  TrainingData d;
+  const std::int64_t classes = spec.task == models::Task::classification ? spec.outputs : 2;
+  if (c.data == "synthetic") {
+    memory_pair(d,
+                data::make_synthetic_dataset(c.synthetic_count, spec.input[0], spec.input[1],
+                                             spec.input[2], classes, c.seed),
+                data::make_synthetic_dataset(std::max<std::int64_t>(c.synthetic_count / 4, 1),
+                                             spec.input[0], spec.input[1], spec.input[2],
+                                             classes, c.seed + 1000003),
+                c);
+    d.kind = "synthetic";
+  } else if (c.data.empty()) {
+    const std::string dir = data::default_fashion_mnist_dir();
+    if (dir.empty())
+      EPOCH_THROW(IoError, "Fashion-MNIST not found: install Debian's dataset-fashion-mnist "
+                           "package (make deps) or pass --data DIR");
+    memory_pair(d, data::load_mnist_format(dir, "train", data::fashion_mnist_class_names()),
+                data::load_mnist_format(dir, "test", data::fashion_mnist_class_names()), c);
+    d.kind = "fashion-mnist";
+  } else if (c.data.rfind("cifar10:", 0) == 0) {
+    const std::string dir = c.data.substr(8);
+    memory_pair(d, data::load_cifar10(dir, "train"), data::load_cifar10(dir, "test"), c);
+    d.kind = "cifar10";
+  } else {
+    const fs::path dir = c.data;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) EPOCH_THROW(IoError, c.data, ": no such folder");
+    if (has_idx(dir)) {
+      memory_pair(d, data::load_mnist_format(dir.string(), "train"),
+                  data::load_mnist_format(dir.string(), "test"), c);
+      d.kind = "idx";
+    } else if (path_exists(dir / "data_batch_1.bin") ||
+               path_exists(dir / "cifar-10-batches-bin" / "data_batch_1.bin")) {
+      const fs::path cifar = path_exists(dir / "data_batch_1.bin") ? dir : dir / "cifar-10-batches-bin";
+      memory_pair(d, data::load_cifar10(cifar.string(), "train"),
+                  data::load_cifar10(cifar.string(), "test"), c);
+      d.kind = "cifar10";
+    } else if (fs::is_directory(dir / "train", ec)) {
+      folder_pair(d, dir / "train", c);
+    } else {
+      folder_pair(d, dir, c);
+    }
+  }
+  if (d.kind != "image-folder" && (!c.val_data.empty() || c.val_split > 0))
+    EPOCH_THROW(ConfigError, "--val-data and --val-split apply to image folders; ", c.data.empty() ? "Fashion-MNIST" : c.data,
+                " has its own test set");
+  const std::int64_t have = d.train->num_classes();
+  if (spec.task == models::Task::classification && have > spec.outputs)
+    EPOCH_THROW(ConfigError, "model ", spec.name, " has ", spec.outputs,
+                " outputs but the data ", d.train->description(), " has ", have, " classes");
+  if (spec.task == models::Task::binary && have != 2)
+    EPOCH_THROW(ConfigError, "model ", spec.name, " tells 2 classes apart but the data ",
+                d.train->description(), " has ", have);
+  if (const data::ImageDataset* m = d.train->in_memory(); m && m->channels() != spec.input[0])
+    EPOCH_THROW(ConfigError, "model ", spec.name, " takes ", spec.input[0], "-channel images but ",
+                d.train->description(), " has ", m->channels());
+  if (d.train->size() == 0) EPOCH_THROW(ConfigError, d.train->description(), ": no training samples");
+  if (d.val->size() == 0) EPOCH_THROW(ConfigError, d.val->description(), ": no validation samples");
+  return d;
+}
+
+data::Preprocessing preprocessing_for(const TrainConfig& c, const models::ModelSpec& spec) {
+  data::Preprocessing p;
+  p.rescale = c.rescale;
+  p.standardize = c.standardize;
+  p.resize = c.resize;
+  p.channels = spec.input[0];
+  p.height = spec.input[1];
+  p.width = spec.input[2];
+  p.validate();
+  return p;
+}
+
+int resolve_workers(const TrainConfig& c, const TrainingData& d) {
+  if (c.workers >= 0) return c.workers;
+  return d.from_files() ? 1 : 0;
+}
+
+}  // namespace epoch::train
