@@ -4,6 +4,8 @@
 // with one class name per line.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,10 +25,19 @@ std::vector<std::string> cifar10_class_names();
 /// bytes is not a multiple of 3073"), or holds a label above 9 (naming the record).
 ImageDataset load_cifar10(const std::string& dir, const std::string& split);
 
+/// The records of one CIFAR-10 binary file already in memory, named `name` in errors; the same
+/// checks as load_cifar10 (empty, not a whole number of records, a label above 9), class names
+/// cifar10_class_names(). Never crashes on any input (fuzzed).
+ImageDataset parse_cifar10_records(std::span<const std::uint8_t> bytes, const std::string& name);
+
 /// Writes `dataset` ((N, 3, 32, 32) u8, labels < 10) as CIFAR-10 binary files in `dir`: the
 /// records split evenly over `train_files` files data_batch_1.bin ... (split "train") or one
 /// test_batch.bin (split "test"), plus batches.meta.txt from dataset.class_names. Atomic per
-/// file; IoError on failure, InvalidArgument for a dataset of another shape.
+/// file; IoError on failure, InvalidArgument for train_files outside 1-5, a dataset of another
+/// shape, no images, or class_names that are neither empty (the CIFAR-10 names are written)
+/// nor 10 one-line names.
+/// With fewer images than train_files, one file per image; data_batch_N.bin files above the
+/// number written are removed, so a reader never mixes in an older dataset's batches.
 void write_cifar10(const std::string& dir, const std::string& split, const ImageDataset& dataset,
                    int train_files = 5);
 

@@ -1,0 +1,308 @@
+// The CIFAR-10 binary format: reading (one read per file, sizes and labels checked before any
+// pixel is used, records unpacked in parallel) and atomic writing of the same files.
+#include "epoch/data/cifar10.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <source_location>
+#include <utility>
+
+#include "epoch/tensor/error.h"
+
+namespace epoch::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kPixelBytes = 3 * 32 * 32;        // one image, channel-planar
+constexpr std::int64_t kRecordBytes = 1 + kPixelBytes;   // label byte + pixels
+constexpr int kMaxTrainFiles = 5;
+
+/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses.
+[[noreturn]] void fail(const std::string& path, const std::string& problem,
+                       std::source_location at = std::source_location::current()) {
+  throw IoError(path + ": " + problem + " [at " + at.file_name() + ":" +
+                std::to_string(at.line()) + "]");
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+/// Closes a file descriptor on scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+/// IoError unless `size` bytes are a non-empty whole number of records.
+void check_record_bytes(const std::string& name, std::uint64_t size) {
+  if (size == 0) fail(name, "empty file, expected 3073-byte CIFAR-10 records");
+  if (size % kRecordBytes != 0)
+    fail(name, "truncated: " + std::to_string(size) + " bytes is not a multiple of " +
+                   std::to_string(kRecordBytes) + " (CIFAR-10 records are 1 label byte + 3072 "
+                   "pixel bytes)");
+}
+
+/// IoError naming the first record whose label is above 9.
+void check_labels(const std::string& name, const std::uint8_t* records,  // (n, 3073)
+                  std::int64_t n) {
+  for (std::int64_t r = 0; r < n; ++r) {
+    const unsigned label = records[r * kRecordBytes];
+    if (label > 9)
+      fail(name, "record " + std::to_string(r) + " (byte offset " +
+                     std::to_string(r * kRecordBytes) + ") has label " + std::to_string(label) +
+                     "; CIFAR-10 labels are 0-9");
+  }
+}
+
+/// Splits n checked records into pixels and labels; each record's pixels are already in
+/// (3, 32, 32) order.
+void unpack_records(const std::uint8_t* records,  // (n, 3073)
+                    std::int64_t n,
+                    std::uint8_t* images,  // (n, 3, 32, 32)
+                    std::int32_t* labels) {  // (n)
+#pragma omp parallel for schedule(static) if (n > 256)
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::uint8_t* rec = records + r * kRecordBytes;
+    labels[r] = rec[0];
+    std::memcpy(images + r * kPixelBytes, rec + 1, kPixelBytes);
+  }
+}
+
+/// Reads the whole of `path` into `out` with one read loop; `expected` is its size from stat.
+void read_whole_file(const std::string& path, std::uint64_t expected,
+                     std::vector<std::uint8_t>& out) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail(path, "cannot open: " + errno_text(errno));
+  out.resize(expected);
+  std::uint64_t got = 0;
+  while (got < expected) {
+    const ssize_t r = ::read(fd.get(), out.data() + got,
+                             std::min<std::uint64_t>(expected - got, std::uint64_t{1} << 30));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail(path, "read error: " + errno_text(errno));
+    }
+    if (r == 0) fail(path, "file shrank while being read");
+    got += static_cast<std::uint64_t>(r);
+  }
+}
+
+/// The class names of batches.meta.txt in `dir` when it holds exactly 10 non-empty lines.
+std::vector<std::string> meta_class_names(const std::string& dir) {
+  std::ifstream in(fs::path(dir) / "batches.meta.txt");
+  if (!in) return cifar10_class_names();
+  std::vector<std::string> names;
+  std::string line;
+  while (std::getline(in, line) && names.size() <= 10) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    names.push_back(line.substr(first, last - first + 1));
+  }
+  return names.size() == 10 ? names : cifar10_class_names();
+}
+
+/// Writes `bytes` to `target` through a temporary file beside it (fsync, rename, fsync of the
+/// directory), so a failure never leaves a partial file under the target name.
+void write_atomic(const std::string& target, const std::uint8_t* bytes, std::size_t n) {
+  static std::atomic<unsigned> counter{0};
+  std::string tmp;
+  int raw_fd = -1;
+  for (int attempt = 0; attempt < 100 && raw_fd < 0; ++attempt) {
+    tmp = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    raw_fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (raw_fd < 0 && errno != EEXIST) break;
+  }
+  if (raw_fd < 0) fail(target, "cannot create a temporary file beside it: " + errno_text(errno));
+  Fd fd(raw_fd);
+  bool ok = false;
+  struct Cleanup {
+    const std::string& path;
+    const bool& ok;
+    ~Cleanup() {
+      if (!ok) ::unlink(path.c_str());
+    }
+  } cleanup{tmp, ok};
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(fd.get(), bytes + done, std::min<std::size_t>(n - done, 1u << 30));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail(target, "write failed: " + errno_text(errno));
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  if (::fsync(fd.get()) != 0) fail(target, "fsync failed: " + errno_text(errno));
+  if (::close(fd.release()) != 0) fail(target, "close failed: " + errno_text(errno));
+  if (::rename(tmp.c_str(), target.c_str()) != 0)
+    fail(target, "cannot rename the temporary file over it: " + errno_text(errno));
+  ok = true;
+  std::string dir = fs::path(target).parent_path().string();
+  if (dir.empty()) dir = ".";
+  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // Some file systems cannot fsync a directory (EINVAL); the rename is then as durable as
+  // they make it.
+  if (dfd.get() >= 0 && ::fsync(dfd.get()) != 0 && errno != EINVAL)
+    fail(target, "written, but fsync of its directory failed: " + errno_text(errno));
+}
+
+}  // namespace
+
+std::vector<std::string> cifar10_class_names() {
+  return {"airplane", "automobile", "bird", "cat", "deer",
+          "dog",      "frog",       "horse", "ship", "truck"};
+}
+
+ImageDataset parse_cifar10_records(std::span<const std::uint8_t> bytes, const std::string& name) {
+  check_record_bytes(name, bytes.size());
+  const auto n = static_cast<std::int64_t>(bytes.size() / kRecordBytes);
+  check_labels(name, bytes.data(), n);
+  ImageDataset ds;
+  ds.images = Tensor::empty({n, 3, 32, 32}, DType::u8);
+  ds.labels = Tensor::empty({n}, DType::i32);
+  unpack_records(bytes.data(), n, ds.images.data<std::uint8_t>(), ds.labels.data<std::int32_t>());
+  ds.num_classes = 10;
+  ds.class_names = cifar10_class_names();
+  ds.source = name;
+  return ds;
+}
+
+ImageDataset load_cifar10(const std::string& dir, const std::string& split) {
+  EPOCH_CHECK(split == "train" || split == "test", "load_cifar10: split must be \"train\" or ",
+              "\"test\", got \"", split, "\"");
+  std::vector<std::string> candidates;
+  if (split == "train") {
+    for (int k = 1; k <= kMaxTrainFiles; ++k)
+      candidates.push_back("data_batch_" + std::to_string(k) + ".bin");
+  } else {
+    candidates.push_back("test_batch.bin");
+  }
+  // Sizes first, so every file is checked before anything large is allocated.
+  std::vector<std::string> files;
+  std::vector<std::uint64_t> sizes;
+  for (const std::string& name : candidates) {
+    const std::string path = (fs::path(dir) / name).string();
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      fail(path, "cannot stat: " + errno_text(errno));
+    }
+    if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a file");
+    check_record_bytes(path, static_cast<std::uint64_t>(st.st_size));
+    files.push_back(path);
+    sizes.push_back(static_cast<std::uint64_t>(st.st_size));
+  }
+  if (files.empty()) {
+    std::string looked;
+    for (const std::string& name : candidates) looked += (looked.empty() ? "" : ", ") + name;
+    std::error_code ec;
+    fail(dir, fs::is_directory(dir, ec)
+                  ? "no CIFAR-10 " + split + " files (looked for " + looked + ")"
+                  : "no such directory (looked for CIFAR-10 " + split + " files " + looked + ")");
+  }
+  std::int64_t total = 0;
+  for (std::uint64_t s : sizes) total += static_cast<std::int64_t>(s) / kRecordBytes;
+
+  ImageDataset ds;
+  ds.images = Tensor::empty({total, 3, 32, 32}, DType::u8);
+  ds.labels = Tensor::empty({total}, DType::i32);
+  std::uint8_t* images = ds.images.data<std::uint8_t>();
+  std::int32_t* labels = ds.labels.data<std::int32_t>();
+  std::vector<std::uint8_t> buffer;
+  std::int64_t at = 0;
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    read_whole_file(files[f], sizes[f], buffer);
+    const auto n = static_cast<std::int64_t>(sizes[f]) / kRecordBytes;
+    check_labels(files[f], buffer.data(), n);
+    unpack_records(buffer.data(), n, images + at * kPixelBytes, labels + at);
+    at += n;
+  }
+  ds.num_classes = 10;
+  ds.class_names = meta_class_names(dir);
+  ds.source = dir;
+  return ds;
+}
+
+void write_cifar10(const std::string& dir, const std::string& split, const ImageDataset& dataset,
+                   int train_files) {
+  EPOCH_CHECK(split == "train" || split == "test", "write_cifar10: split must be \"train\" or ",
+              "\"test\", got \"", split, "\"");
+  EPOCH_CHECK(train_files >= 1 && train_files <= kMaxTrainFiles,
+              "write_cifar10: train_files must be 1-5, got ", train_files);
+  const Tensor& images = dataset.images;
+  const Tensor& labels = dataset.labels;
+  EPOCH_CHECK(images.defined() && images.ndim() == 4 && images.size(1) == 3 &&
+                  images.size(2) == 32 && images.size(3) == 32 && images.dtype() == DType::u8,
+              "write_cifar10: images must be (N, 3, 32, 32) u8, got ",
+              images.defined() ? shape_str(images.shape()) : std::string("none"));
+  EPOCH_CHECK(images.device().is_cpu() && images.is_contiguous(),
+              "write_cifar10: images must be contiguous on the CPU");
+  const std::int64_t n = images.size(0);
+  EPOCH_CHECK(n > 0, "write_cifar10: the dataset has no images");
+  EPOCH_CHECK(labels.defined() && labels.ndim() == 1 && labels.size(0) == n &&
+                  labels.dtype() == DType::i32 && labels.device().is_cpu() &&
+                  labels.is_contiguous(),
+              "write_cifar10: labels must be (", n, ") i32 on the CPU");
+  const std::int32_t* label_data = labels.data<std::int32_t>();
+  for (std::int64_t i = 0; i < n; ++i)
+    EPOCH_CHECK(label_data[i] >= 0 && label_data[i] <= 9, "write_cifar10: label ", label_data[i],
+                " of image ", i, " is outside 0-9");
+  std::vector<std::string> names =
+      dataset.class_names.empty() ? cifar10_class_names() : dataset.class_names;
+  EPOCH_CHECK(names.size() == 10, "write_cifar10: 10 class names wanted, got ", names.size());
+  for (const std::string& name : names)
+    EPOCH_CHECK(!name.empty() && name.find_first_of("\r\n") == std::string::npos &&
+                    name.find_first_not_of(" \t") != std::string::npos,
+                "write_cifar10: class names must be non-blank single lines");
+
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail(dir, "cannot create the directory: " + ec.message());
+
+  const int files = split == "test" ? 1 : static_cast<int>(std::min<std::int64_t>(train_files, n));
+  const std::uint8_t* pixels = images.data<std::uint8_t>();
+  std::vector<std::uint8_t> buffer;
+  for (int f = 0; f < files; ++f) {
+    const std::int64_t begin = n * f / files, end = n * (f + 1) / files;
+    buffer.resize(static_cast<std::size_t>((end - begin) * kRecordBytes));
+    for (std::int64_t i = begin; i < end; ++i) {
+      std::uint8_t* rec = buffer.data() + (i - begin) * kRecordBytes;
+      rec[0] = static_cast<std::uint8_t>(label_data[i]);
+      std::memcpy(rec + 1, pixels + i * kPixelBytes, kPixelBytes);
+    }
+    const std::string name =
+        split == "test" ? "test_batch.bin" : "data_batch_" + std::to_string(f + 1) + ".bin";
+    write_atomic((fs::path(dir) / name).string(), buffer.data(), buffer.size());
+  }
+  if (split == "train") {
+    for (int k = files + 1; k <= kMaxTrainFiles; ++k) {
+      const fs::path stale = fs::path(dir) / ("data_batch_" + std::to_string(k) + ".bin");
+      fs::remove(stale, ec);
+      if (ec) fail(stale.string(), "cannot remove this batch of an older dataset: " + ec.message());
+    }
+  }
+  std::string meta;
+  for (const std::string& name : names) meta += name + "\n";
+  write_atomic((fs::path(dir) / "batches.meta.txt").string(),
+               reinterpret_cast<const std::uint8_t*>(meta.data()), meta.size());
+}
+
+}  // namespace epoch::data
