@@ -1,0 +1,749 @@
+// Per-sample augmentation: the random draws of one sample (a fixed block of stream positions),
+// their composition into one output->source affine map, the bilinear warp of u8 pixels into f32
+// (exact integer-offset paths for copies, crops and flips; an AVX2 gather loop where available),
+// and the photometric steps. Semantics: Keras ImageDataGenerator, torchvision crops, TF colour.
+#include "epoch/data/augment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace epoch::data {
+namespace {
+
+using Json = nlohmann::json;
+
+// Stream positions of one sample's draws, relative to the stream's position on entry. Every
+// option owns a fixed slot, drawn only when the option is on, and the stream always advances by
+// kDrawsPerSample: enabling one option never changes another's values.
+constexpr std::uint64_t kSlotCrop = 0;  // crop_padding: top, left (2 words each);
+                                        // random resized crop: 10 x (scale, log ratio),
+                                        // then top, left (2 words each): 24 words
+constexpr std::uint64_t kSlotRotation = 24;
+constexpr std::uint64_t kSlotHeightShift = 25;
+constexpr std::uint64_t kSlotWidthShift = 26;
+constexpr std::uint64_t kSlotShear = 27;
+constexpr std::uint64_t kSlotZoom = 28;  // row (height) factor, then column (width) factor
+constexpr std::uint64_t kSlotHorizontalFlip = 30;
+constexpr std::uint64_t kSlotVerticalFlip = 31;
+constexpr std::uint64_t kSlotBrightness = 32;
+constexpr std::uint64_t kSlotContrast = 33;
+constexpr std::uint64_t kDrawsPerSample = 34;
+constexpr int kRrcAttempts = 10;
+
+constexpr float kLumaR = 0.299f, kLumaG = 0.587f, kLumaB = 0.114f;
+
+/// Uniform in [0, 1) from the word at `pos` (the same mapping as RandomStream::uniform).
+float uniform_at(const RandomStream& rng, std::uint64_t pos) {
+  return static_cast<float>(rng.bits_at(pos) >> 8) * (1.0f / 16777216.0f);
+}
+float uniform_at(const RandomStream& rng, std::uint64_t pos, float lo, float hi) {
+  return lo + (hi - lo) * uniform_at(rng, pos);
+}
+/// Uniform integer in [0, n) from the two words at pos, pos + 1 (as RandomStream::below).
+std::int64_t below_at(const RandomStream& rng, std::uint64_t pos, std::int64_t n) {
+  const std::uint64_t word = (std::uint64_t{rng.bits_at(pos)} << 32) | rng.bits_at(pos + 1);
+  return static_cast<std::int64_t>(word % static_cast<std::uint64_t>(n));
+}
+
+/// Output pixel centres 0..out-1 spread over source centres of the span [lo, lo + len).
+void stretch_axis(double lo, double len, std::int64_t out, double& scale, double& offset) {
+  scale = len / static_cast<double>(out);
+  offset = lo + 0.5 * scale - 0.5;
+}
+
+Affine2D scale_map(double x0, double w, double y0, double h, std::int64_t out_w,
+                   std::int64_t out_h) {
+  Affine2D m;
+  stretch_axis(x0, w, out_w, m.a, m.c);
+  stretch_axis(y0, h, out_h, m.e, m.f);
+  return m;
+}
+
+/// torchvision RandomResizedCrop.get_params: (left, top, w, h) of the crop in the source.
+Affine2D random_resized_crop(const AugmentConfig& cfg, std::int64_t sw, std::int64_t sh,
+                             std::int64_t out_w, std::int64_t out_h, const RandomStream& rng,
+                             std::uint64_t start) {
+  const double area = static_cast<double>(sw) * static_cast<double>(sh);
+  const double log_lo = std::log(static_cast<double>(cfg.rrc_ratio_min));
+  const double log_hi = std::log(static_cast<double>(cfg.rrc_ratio_max));
+  for (int k = 0; k < kRrcAttempts; ++k) {
+    const std::uint64_t pos = start + kSlotCrop + 2 * static_cast<std::uint64_t>(k);
+    const double target =
+        area * static_cast<double>(uniform_at(rng, pos, cfg.rrc_scale_min, cfg.rrc_scale_max));
+    const double ratio =
+        std::exp(log_lo + (log_hi - log_lo) * static_cast<double>(uniform_at(rng, pos + 1)));
+    const std::int64_t w = std::llround(std::sqrt(target * ratio));
+    const std::int64_t h = std::llround(std::sqrt(target / ratio));
+    if (w > 0 && w <= sw && h > 0 && h <= sh) {
+      const std::uint64_t at = start + kSlotCrop + 2 * kRrcAttempts;
+      const std::int64_t top = below_at(rng, at, sh - h + 1);
+      const std::int64_t left = below_at(rng, at + 2, sw - w + 1);
+      return scale_map(static_cast<double>(left), static_cast<double>(w), static_cast<double>(top),
+                       static_cast<double>(h), out_w, out_h);
+    }
+  }
+  // Fallback: the central crop, its aspect ratio clamped to the range.
+  const double in_ratio = static_cast<double>(sw) / static_cast<double>(sh);
+  std::int64_t w = sw, h = sh;
+  if (in_ratio < cfg.rrc_ratio_min) {
+    h = std::max<std::int64_t>(1, std::llround(static_cast<double>(w) / cfg.rrc_ratio_min));
+  } else if (in_ratio > cfg.rrc_ratio_max) {
+    w = std::max<std::int64_t>(1, std::llround(static_cast<double>(h) * cfg.rrc_ratio_max));
+  }
+  h = std::min(h, sh);
+  w = std::min(w, sw);
+  return scale_map(static_cast<double>((sw - w) / 2), static_cast<double>(w),
+                   static_cast<double>((sh - h) / 2), static_cast<double>(h), out_w, out_h);
+}
+
+bool is_identity(const Affine2D& m) {
+  return m.a == 1 && m.b == 0 && m.c == 0 && m.d == 0 && m.e == 1 && m.f == 0;
+}
+
+/// Every output pixel centre lands on a source pixel centre: x -> +-x + c, y -> +-y + f with
+/// integer c, f (copies, crops, padding crops, flips).
+bool is_integer_map(const Affine2D& m) {
+  const auto integral = [](double v) { return std::abs(v) < 1e9 && v == std::floor(v); };
+  return (m.a == 1 || m.a == -1) && (m.e == 1 || m.e == -1) && m.b == 0 && m.d == 0 &&
+         integral(m.c) && integral(m.f);
+}
+
+/// The offset of the last byte an image view can address (strides are non-negative).
+std::int64_t last_byte(const ImageView& v) {
+  return (v.height - 1) * v.stride_y + (v.width - 1) * v.stride_x + (v.channels - 1) * v.stride_c;
+}
+
+void check_warp_args(const ImageView& src, const Affine2D& map, std::int64_t channels,
+                     std::int64_t height, std::int64_t width) {
+  EPOCH_CHECK(src.data != nullptr && src.width > 0 && src.height > 0,
+              "warp_affine_bilinear: empty source image (", src.width, "x", src.height, ")");
+  EPOCH_CHECK(src.channels == 1 || src.channels == 3, "warp_affine_bilinear: source has ",
+              src.channels, " channels (1 or 3 expected)");
+  EPOCH_CHECK(channels == 1 || channels == 3, "warp_affine_bilinear: output channels ", channels,
+              " (1 or 3 expected)");
+  EPOCH_CHECK(height > 0 && width > 0, "warp_affine_bilinear: output size ", width, "x", height,
+              " must be positive");
+  EPOCH_CHECK(src.stride_x >= 0 && src.stride_y >= 0 && src.stride_c >= 0,
+              "warp_affine_bilinear: negative source strides");
+  EPOCH_CHECK(last_byte(src) < std::numeric_limits<std::int32_t>::max(),
+              "warp_affine_bilinear: source of ", src.width, "x", src.height,
+              " is too large (2^31 bytes at most)");
+  EPOCH_CHECK(std::isfinite(map.a) && std::isfinite(map.b) && std::isfinite(map.c) &&
+                  std::isfinite(map.d) && std::isfinite(map.e) && std::isfinite(map.f),
+              "warp_affine_bilinear: the map is not finite");
+}
+
+/// The u8 buffer transform_sample gathers whole pixels into, reused by every call on a thread
+/// (the loader's workers are long-lived).
+std::vector<std::uint8_t>& scratch_pixels() {
+  thread_local std::vector<std::uint8_t> pixels;
+  return pixels;
+}
+
+/// out[i] = row[(first + step * i) * stride] for i < n, step +-1: loops the compiler can
+/// vectorize for the common layouts (contiguous, reversed, interleaved RGB).
+template <typename T>
+void copy_span(const std::uint8_t* row, std::int64_t stride, std::int64_t first, std::int64_t step,
+               std::int64_t n, T* out) {  // out (n)
+  if (stride == 1 && step == 1) {
+    const std::uint8_t* s = row + first;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(s[i]);
+  } else if (stride == 1) {
+    const std::uint8_t* s = row + first;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(s[-i]);
+  } else if (stride == 3 && step == 1) {
+    const std::uint8_t* s = row + 3 * first;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(s[3 * i]);
+  } else if (stride == 3) {
+    const std::uint8_t* s = row + 3 * first;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(s[-3 * i]);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(row[(first + step * i) * stride]);
+  }
+}
+
+/// The integer-map warp: each output pixel is one source pixel (or the fill), converted to T.
+/// Channels equal, or gray -> RGB by replication.
+template <typename T>
+void warp_integer(const ImageView& src, const Affine2D& map, bool fill_constant,
+                  std::int64_t channels, std::int64_t height, std::int64_t width,
+                  T* dst) {  // (C, H, W)
+  const auto ax = static_cast<std::int64_t>(map.a), cx = static_cast<std::int64_t>(map.c);
+  const auto ey = static_cast<std::int64_t>(map.e), fy = static_cast<std::int64_t>(map.f);
+  // Output columns [lo, hi) read source columns inside the source; the columns before lo read
+  // beyond the edge `edge_lo` (0 when ax = 1, the last column when ax = -1), those after hi
+  // beyond the other edge.
+  const std::int64_t lo_raw = ax == 1 ? -cx : cx - src.width + 1;
+  const std::int64_t lo = std::clamp<std::int64_t>(lo_raw, 0, width);
+  const std::int64_t hi = std::clamp<std::int64_t>(lo_raw + src.width, lo, width);
+  const std::int64_t edge_lo = ax == 1 ? 0 : src.width - 1, edge_hi = src.width - 1 - edge_lo;
+  const std::int64_t plane = height * width;
+  for (std::int64_t y = 0; y < height; ++y) {
+    const std::int64_t sy = ey * y + fy;
+    const std::int64_t cl = std::clamp<std::int64_t>(sy, 0, src.height - 1);
+    const bool row_valid = !fill_constant || sy == cl;
+    for (std::int64_t c = 0; c < channels; ++c) {
+      T* out = dst + c * plane + y * width;  // (W)
+      if (!row_valid) {
+        std::fill(out, out + width, T{0});
+        continue;
+      }
+      const std::int64_t sc = src.channels == channels ? c : 0;
+      const std::uint8_t* row = src.data + cl * src.stride_y + sc * src.stride_c;  // (W) strided
+      const T before = fill_constant ? T{0} : static_cast<T>(row[edge_lo * src.stride_x]);
+      const T after = fill_constant ? T{0} : static_cast<T>(row[edge_hi * src.stride_x]);
+      std::fill(out, out + lo, before);
+      copy_span(row, src.stride_x, ax * lo + cx, ax, hi - lo, out + lo);
+      std::fill(out + hi, out + width, after);
+    }
+  }
+}
+
+/// Bilinear taps of up to kChunk output pixels of one row: four source byte offsets (always
+/// inside the source) and four weights (0 for taps outside it under constant fill).
+constexpr std::int64_t kChunk = 64;
+struct alignas(32) Taps {  // every array 32-byte aligned: kChunk * 4 is a multiple of 32
+  std::int32_t o00[kChunk], o01[kChunk], o10[kChunk], o11[kChunk];
+  float w00[kChunk], w01[kChunk], w10[kChunk], w11[kChunk];
+};
+
+/// Taps of n output pixels of a row: pixel i reads the source at (sx + ax * i, sy + dy * i).
+/// Branch-free and all in 32-bit lanes (float coordinates: below 1e-4 pixel of error for
+/// sources up to 2000 pixels) and an int counter (int64 -> float does not vectorize on AVX2),
+/// so the compiler vectorizes it.
+void compute_taps(const ImageView& src, bool fill_constant, float sx, float sy, float ax, float dy,
+                  int n, Taps& t) {
+  const auto w = static_cast<float>(src.width), h = static_cast<float>(src.height);
+  const auto stride_x = static_cast<std::int32_t>(src.stride_x);
+  const auto stride_y = static_cast<std::int32_t>(src.stride_y);
+  if (!fill_constant) {
+    // Nearest: clamping the point to the source replicates the edge pixels exactly.
+    const float x_cell = std::max(w - 2, 0.0f), y_cell = std::max(h - 2, 0.0f);
+    const std::int32_t step_x = src.width > 1 ? stride_x : 0;
+    const std::int32_t step_y = src.height > 1 ? stride_y : 0;
+    for (int i = 0; i < n; ++i) {
+      const auto k = static_cast<float>(i);
+      const float px = std::min(std::max(sx + ax * k, 0.0f), w - 1);
+      const float py = std::min(std::max(sy + dy * k, 0.0f), h - 1);
+      const float fx = std::min(std::floor(px), x_cell), fy = std::min(std::floor(py), y_cell);
+      const float wx = px - fx, wy = py - fy;
+      const std::int32_t o =
+          static_cast<std::int32_t>(fx) * stride_x + static_cast<std::int32_t>(fy) * stride_y;
+      t.o00[i] = o;
+      t.o01[i] = o + step_x;
+      t.o10[i] = o + step_y;
+      t.o11[i] = o + step_x + step_y;
+      t.w00[i] = (1 - wx) * (1 - wy);
+      t.w01[i] = wx * (1 - wy);
+      t.w10[i] = (1 - wx) * wy;
+      t.w11[i] = wx * wy;
+    }
+    return;
+  }
+  // Constant: taps outside the source weigh 0 (the image is zero-padded).
+  for (int i = 0; i < n; ++i) {
+    const auto k = static_cast<float>(i);
+    const float px = std::min(std::max(sx + ax * k, -2.0f), w + 1);
+    const float py = std::min(std::max(sy + dy * k, -2.0f), h + 1);
+    const float fx = std::floor(px), fy = std::floor(py);
+    const float wx = px - fx, wy = py - fy;
+    const float vx0 = fx >= 0 && fx <= w - 1 ? 1.0f : 0.0f;
+    const float vx1 = fx + 1 >= 0 && fx + 1 <= w - 1 ? 1.0f : 0.0f;
+    const float vy0 = fy >= 0 && fy <= h - 1 ? 1.0f : 0.0f;
+    const float vy1 = fy + 1 >= 0 && fy + 1 <= h - 1 ? 1.0f : 0.0f;
+    const auto ix0 = static_cast<std::int32_t>(std::min(std::max(fx, 0.0f), w - 1));
+    const auto ix1 = static_cast<std::int32_t>(std::min(std::max(fx + 1, 0.0f), w - 1));
+    const auto iy0 = static_cast<std::int32_t>(std::min(std::max(fy, 0.0f), h - 1));
+    const auto iy1 = static_cast<std::int32_t>(std::min(std::max(fy + 1, 0.0f), h - 1));
+    const float wx0 = (1 - wx) * vx0, wx1 = wx * vx1, wy0 = (1 - wy) * vy0, wy1 = wy * vy1;
+    t.o00[i] = iy0 * stride_y + ix0 * stride_x;
+    t.o01[i] = iy0 * stride_y + ix1 * stride_x;
+    t.o10[i] = iy1 * stride_y + ix0 * stride_x;
+    t.o11[i] = iy1 * stride_y + ix1 * stride_x;
+    t.w00[i] = wx0 * wy0;
+    t.w01[i] = wx1 * wy0;
+    t.w10[i] = wx0 * wy1;
+    t.w11[i] = wx1 * wy1;
+  }
+}
+
+/// One channel of pixels i0 .. n-1 through the taps (the portable loop).
+void sample_plane(const std::uint8_t* s, const Taps& t, std::int64_t i0, std::int64_t n,
+                  float* out) {  // (n)
+  for (std::int64_t i = i0; i < n; ++i)
+    out[i] = t.w00[i] * s[t.o00[i]] + t.w01[i] * s[t.o01[i]] + t.w10[i] * s[t.o10[i]] +
+             t.w11[i] * s[t.o11[i]];
+}
+
+/// Pixels i0 .. n-1 of a chunk into the output planes, converting channels.
+void sample_portable(const ImageView& src, const Taps& t, std::int64_t i0, std::int64_t n,
+                     std::int64_t channels, float* const* out) {
+  if (src.channels == channels) {
+    for (std::int64_t c = 0; c < channels; ++c)
+      sample_plane(src.data + c * src.stride_c, t, i0, n, out[c]);
+  } else if (src.channels == 1) {  // gray -> RGB
+    sample_plane(src.data, t, i0, n, out[0]);
+    for (std::int64_t i = i0; i < n; ++i) out[1][i] = out[2][i] = out[0][i];
+  } else {  // RGB -> gray
+    float rgb[3][kChunk];
+    for (std::int64_t c = 0; c < 3; ++c)
+      sample_plane(src.data + c * src.stride_c, t, i0, n, rgb[c]);
+    for (std::int64_t i = i0; i < n; ++i)
+      out[0][i] = kLumaR * rgb[0][i] + kLumaG * rgb[1][i] + kLumaB * rgb[2][i];
+  }
+}
+
+#if defined(__AVX2__)
+/// The source bytes at offsets p (8 lanes): gathers the 32-bit word at min(p, last - 3), where
+/// `limit` = last - 3 and last is the last addressable byte (so nothing past it is read), and
+/// shifts it so that byte p lands in bits 0-7, p+1 in bits 8-15, p+2 in 16-23 (when <= last).
+inline __m256i gather_bytes(const std::uint8_t* data, __m256i p, __m256i limit) {
+  const __m256i base = _mm256_min_epi32(p, limit);
+  const __m256i shift = _mm256_slli_epi32(_mm256_sub_epi32(p, base), 3);
+  const __m256i word = _mm256_i32gather_epi32(reinterpret_cast<const int*>(data), base, 1);
+  return _mm256_srlv_epi32(word, shift);
+}
+
+inline __m256 byte_at(__m256i word, int k) {
+  return _mm256_cvtepi32_ps(
+      _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_set1_epi32(8 * k)), _mm256_set1_epi32(0xFF)));
+}
+
+/// Pixels 0 .. n8-1 (a multiple of 8) of a chunk with AVX2 gathers. Requires last >= 3.
+void sample_avx2(const ImageView& src, const Taps& t, std::int64_t n8, std::int64_t channels,
+                 float* const* out) {
+  const __m256i limit = _mm256_set1_epi32(static_cast<std::int32_t>(last_byte(src) - 3));
+  const bool interleaved = src.channels == 3 && src.stride_c == 1;
+  for (std::int64_t i = 0; i < n8; i += 8) {
+    const __m256i o[4] = {_mm256_load_si256(reinterpret_cast<const __m256i*>(t.o00 + i)),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(t.o01 + i)),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(t.o10 + i)),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(t.o11 + i))};
+    const __m256 w[4] = {_mm256_load_ps(t.w00 + i), _mm256_load_ps(t.w01 + i),
+                         _mm256_load_ps(t.w10 + i), _mm256_load_ps(t.w11 + i)};
+    __m256 v[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    if (interleaved) {
+      __m256i word[4];
+      for (int k = 0; k < 4; ++k) word[k] = gather_bytes(src.data, o[k], limit);
+      for (int c = 0; c < 3; ++c) {
+        __m256 acc = _mm256_mul_ps(w[0], byte_at(word[0], c));
+        for (int k = 1; k < 4; ++k) acc = _mm256_fmadd_ps(w[k], byte_at(word[k], c), acc);
+        v[c] = acc;
+      }
+    } else {
+      for (std::int64_t c = 0; c < src.channels; ++c) {
+        const __m256i add = _mm256_set1_epi32(static_cast<std::int32_t>(c * src.stride_c));
+        __m256 acc = _mm256_setzero_ps();
+        for (int k = 0; k < 4; ++k) {
+          const __m256i word = gather_bytes(src.data, _mm256_add_epi32(o[k], add), limit);
+          acc = k == 0 ? _mm256_mul_ps(w[0], byte_at(word, 0))
+                       : _mm256_fmadd_ps(w[k], byte_at(word, 0), acc);
+        }
+        v[c] = acc;
+      }
+    }
+    if (src.channels == channels) {
+      for (std::int64_t c = 0; c < channels; ++c) _mm256_storeu_ps(out[c] + i, v[c]);
+    } else if (src.channels == 1) {
+      for (std::int64_t c = 0; c < 3; ++c) _mm256_storeu_ps(out[c] + i, v[0]);
+    } else {
+      __m256 g = _mm256_mul_ps(_mm256_set1_ps(kLumaR), v[0]);
+      g = _mm256_add_ps(g, _mm256_mul_ps(_mm256_set1_ps(kLumaG), v[1]));
+      g = _mm256_add_ps(g, _mm256_mul_ps(_mm256_set1_ps(kLumaB), v[2]));
+      _mm256_storeu_ps(out[0] + i, g);
+    }
+  }
+}
+#endif
+
+/// Brightness, contrast and the rescale in one pass per channel, in place on x (C, H, W).
+void photometric_and_rescale(const PhotometricDraw& ph, float rescale, std::int64_t channels,
+                             std::int64_t plane, float* x) {
+  const float delta = ph.brightness_delta, factor = ph.contrast_factor;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    float* v = x + c * plane;  // (H, W)
+    if (factor == 1.0f) {
+      if (delta == 0.0f) {
+        for (std::int64_t k = 0; k < plane; ++k) v[k] *= rescale;
+      } else {
+        for (std::int64_t k = 0; k < plane; ++k) v[k] = (v[k] + delta) * rescale;
+      }
+      continue;
+    }
+    // The channel mean: 8 double partial sums in a fixed pattern, combined in a fixed order
+    // (vectorizes; independent of threads).
+    double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::int64_t k = 0;
+    for (; k + 8 <= plane; k += 8)
+      for (int j = 0; j < 8; ++j) part[j] += static_cast<double>(v[k + j]);
+    for (; k < plane; ++k) part[0] += static_cast<double>(v[k]);
+    const double sum =
+        ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    const auto mean = static_cast<float>(sum / static_cast<double>(plane) + delta);
+    for (std::int64_t i = 0; i < plane; ++i)
+      v[i] = ((v[i] + delta - mean) * factor + mean) * rescale;
+  }
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+ImageView ImageView::of(const Image& image) {
+  return {image.pixels.data(),
+          image.width,
+          image.height,
+          image.channels,
+          image.width * image.channels,
+          image.channels,
+          1};
+}
+
+ImageView ImageView::chw(const std::uint8_t* data, std::int64_t channels, std::int64_t height,
+                         std::int64_t width) {
+  return {data, width, height, channels, width, 1, height * width};
+}
+
+Affine2D Affine2D::then(const Affine2D& o) const {
+  return {a * o.a + b * o.d, a * o.b + b * o.e, a * o.c + b * o.f + c,
+          d * o.a + e * o.d, d * o.b + e * o.e, d * o.c + e * o.f + f};
+}
+
+bool AugmentConfig::geometric() const {
+  return rotation_deg != 0 || width_shift != 0 || height_shift != 0 || shear != 0 || zoom != 0 ||
+         horizontal_flip || vertical_flip || crop_padding >= 0 || random_resized_crop;
+}
+
+bool AugmentConfig::enabled() const {
+  return geometric() || brightness != 0 || contrast_min != 1 || contrast_max != 1;
+}
+
+void AugmentConfig::validate() const {
+  const auto range = [](const char* field, float v, float hi) {
+    if (!(std::isfinite(v) && v >= 0 && v <= hi))
+      EPOCH_THROW(ConfigError, "augment: ", field, " ", v, " must be in [0, ", hi, "]");
+  };
+  range("rotation_deg", rotation_deg, 360);
+  range("width_shift", width_shift, 1e6f);
+  range("height_shift", height_shift, 1e6f);
+  range("shear", shear, 1e6f);
+  range("brightness", brightness, 1e6f);
+  if (!(std::isfinite(zoom) && zoom >= 0 && zoom < 1))
+    EPOCH_THROW(ConfigError, "augment: zoom ", zoom, " must be in [0, 1)");
+  if (crop_padding < -1 || crop_padding > 1'000'000)
+    EPOCH_THROW(ConfigError, "augment: crop_padding ", crop_padding,
+                " must be -1 (off) or a padding in [0, 1000000]");
+  if (crop_padding >= 0 && random_resized_crop)
+    EPOCH_THROW(ConfigError, "augment: crop_padding and random_resized_crop are exclusive");
+  if (!(std::isfinite(rrc_scale_min) && std::isfinite(rrc_scale_max) && rrc_scale_min > 0 &&
+        rrc_scale_min <= rrc_scale_max && rrc_scale_max <= 1))
+    EPOCH_THROW(ConfigError, "augment: rrc_scale_min ", rrc_scale_min, " / rrc_scale_max ",
+                rrc_scale_max, " must satisfy 0 < min <= max <= 1");
+  if (!(std::isfinite(rrc_ratio_min) && std::isfinite(rrc_ratio_max) && rrc_ratio_min > 0 &&
+        rrc_ratio_min <= rrc_ratio_max))
+    EPOCH_THROW(ConfigError, "augment: rrc_ratio_min ", rrc_ratio_min, " / rrc_ratio_max ",
+                rrc_ratio_max, " must satisfy 0 < min <= max");
+  if (fill_mode != "nearest" && fill_mode != "constant")
+    EPOCH_THROW(ConfigError, "augment: fill_mode \"", fill_mode,
+                "\" is not \"nearest\" or \"constant\"");
+  if (!(std::isfinite(contrast_min) && std::isfinite(contrast_max) && contrast_min >= 0 &&
+        contrast_min <= contrast_max))
+    EPOCH_THROW(ConfigError, "augment: contrast_min ", contrast_min, " / contrast_max ",
+                contrast_max, " must satisfy 0 <= min <= max");
+}
+
+nlohmann::json AugmentConfig::to_json() const {
+  Json j;
+  j["rotation_deg"] = rotation_deg;
+  j["width_shift"] = width_shift;
+  j["height_shift"] = height_shift;
+  j["shear"] = shear;
+  j["zoom"] = zoom;
+  j["horizontal_flip"] = horizontal_flip;
+  j["vertical_flip"] = vertical_flip;
+  j["crop_padding"] = crop_padding;
+  j["random_resized_crop"] = random_resized_crop;
+  j["rrc_scale_min"] = rrc_scale_min;
+  j["rrc_scale_max"] = rrc_scale_max;
+  j["rrc_ratio_min"] = rrc_ratio_min;
+  j["rrc_ratio_max"] = rrc_ratio_max;
+  j["fill_mode"] = fill_mode;
+  j["brightness"] = brightness;
+  j["contrast_min"] = contrast_min;
+  j["contrast_max"] = contrast_max;
+  return j;
+}
+
+AugmentConfig AugmentConfig::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) EPOCH_THROW(ConfigError, "augment config is not a JSON object: ", j.dump());
+  AugmentConfig cfg;
+  const std::pair<const char*, float*> floats[] = {{"rotation_deg", &cfg.rotation_deg},
+                                                   {"width_shift", &cfg.width_shift},
+                                                   {"height_shift", &cfg.height_shift},
+                                                   {"shear", &cfg.shear},
+                                                   {"zoom", &cfg.zoom},
+                                                   {"rrc_scale_min", &cfg.rrc_scale_min},
+                                                   {"rrc_scale_max", &cfg.rrc_scale_max},
+                                                   {"rrc_ratio_min", &cfg.rrc_ratio_min},
+                                                   {"rrc_ratio_max", &cfg.rrc_ratio_max},
+                                                   {"brightness", &cfg.brightness},
+                                                   {"contrast_min", &cfg.contrast_min},
+                                                   {"contrast_max", &cfg.contrast_max}};
+  const std::pair<const char*, bool*> bools[] = {{"horizontal_flip", &cfg.horizontal_flip},
+                                                 {"vertical_flip", &cfg.vertical_flip},
+                                                 {"random_resized_crop", &cfg.random_resized_crop}};
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const auto& [name, field] : floats) {
+      if (key != name) continue;
+      if (!value.is_number())
+        EPOCH_THROW(ConfigError, "augment config: \"", key, "\" is not a number: ", value.dump());
+      *field = value.get<float>();
+      known = true;
+    }
+    for (const auto& [name, field] : bools) {
+      if (key != name) continue;
+      if (!value.is_boolean())
+        EPOCH_THROW(ConfigError, "augment config: \"", key, "\" is not a boolean: ", value.dump());
+      *field = value.get<bool>();
+      known = true;
+    }
+    if (key == "crop_padding") {
+      if (!value.is_number_integer())
+        EPOCH_THROW(ConfigError,
+                    "augment config: \"crop_padding\" is not an integer: ", value.dump());
+      cfg.crop_padding = value.get<std::int64_t>();
+      known = true;
+    } else if (key == "fill_mode") {
+      if (!value.is_string())
+        EPOCH_THROW(ConfigError, "augment config: \"fill_mode\" is not a string: ", value.dump());
+      cfg.fill_mode = value.get<std::string>();
+      known = true;
+    }
+    if (!known) EPOCH_THROW(ConfigError, "augment config: unknown field \"", key, "\"");
+  }
+  cfg.validate();
+  return cfg;
+}
+
+std::string AugmentConfig::describe() const {
+  std::vector<std::string> parts;
+  if (crop_padding >= 0) parts.push_back("random crop (padding " + number(crop_padding) + ")");
+  if (random_resized_crop)
+    parts.push_back("random resized crop (scale " + number(rrc_scale_min) + "-" +
+                    number(rrc_scale_max) + ", ratio " + number(rrc_ratio_min) + "-" +
+                    number(rrc_ratio_max) + ")");
+  if (rotation_deg != 0) parts.push_back("rotation " + number(rotation_deg) + " deg");
+  if (width_shift != 0) parts.push_back("width shift " + number(width_shift));
+  if (height_shift != 0) parts.push_back("height shift " + number(height_shift));
+  if (shear != 0) parts.push_back("shear " + number(shear));
+  if (zoom != 0) parts.push_back("zoom " + number(zoom));
+  if (horizontal_flip) parts.push_back("horizontal flip");
+  if (vertical_flip) parts.push_back("vertical flip");
+  if (geometric() && fill_mode != "nearest") parts.push_back("fill " + fill_mode);
+  if (brightness != 0) parts.push_back("brightness " + number(brightness));
+  if (contrast_min != 1 || contrast_max != 1)
+    parts.push_back("contrast " + number(contrast_min) + "-" + number(contrast_max));
+  if (parts.empty()) return "none";
+  std::string out = parts[0];
+  for (std::size_t i = 1; i < parts.size(); ++i) out += ", " + parts[i];
+  return out;
+}
+
+Affine2D base_transform(const Preprocessing& pre, std::int64_t src_width, std::int64_t src_height) {
+  EPOCH_CHECK(src_width > 0 && src_height > 0 && pre.width > 0 && pre.height > 0,
+              "base_transform: source ", src_width, "x", src_height, " and output ", pre.width, "x",
+              pre.height, " must be non-empty");
+  if (pre.resize == "center_crop" && src_width >= pre.width && src_height >= pre.height) {
+    // The central window, its offset rounded down (TensorFlow's crop_to_bounding_box).
+    return {1, 0, static_cast<double>((src_width - pre.width) / 2),
+            0, 1, static_cast<double>((src_height - pre.height) / 2)};
+  }
+  return scale_map(0, static_cast<double>(src_width), 0, static_cast<double>(src_height), pre.width,
+                   pre.height);
+}
+
+Affine2D sample_augmentation(const AugmentConfig& cfg, const Preprocessing& pre,
+                             std::int64_t src_width, std::int64_t src_height, RandomStream& rng,
+                             PhotometricDraw& photometric) {
+  EPOCH_CHECK(src_width > 0 && src_height > 0 && pre.width > 0 && pre.height > 0,
+              "sample_augmentation: source ", src_width, "x", src_height, " and output ", pre.width,
+              "x", pre.height, " must be non-empty");
+  const std::uint64_t start = rng.position();
+  const std::int64_t out_w = pre.width, out_h = pre.height;
+  const auto w = static_cast<double>(out_w), h = static_cast<double>(out_h);
+
+  // 1. Which part of the source becomes the (output-sized) frame.
+  Affine2D map;
+  if (cfg.crop_padding >= 0) {
+    // torchvision RandomCrop: top in [0, H + 2p - h], left in [0, W + 2p - w]; a padded source
+    // smaller than the output is centred (its rim then is the zero padding).
+    const std::int64_t p = cfg.crop_padding;
+    const std::int64_t range_y = src_height + 2 * p - out_h, range_x = src_width + 2 * p - out_w;
+    const std::int64_t top =
+        below_at(rng, start + kSlotCrop, std::max<std::int64_t>(range_y, 0) + 1);
+    const std::int64_t left =
+        below_at(rng, start + kSlotCrop + 2, std::max<std::int64_t>(range_x, 0) + 1);
+    const auto centred = [](std::int64_t range) {
+      return static_cast<std::int64_t>(std::floor(static_cast<double>(range) / 2));
+    };
+    map.c = static_cast<double>((range_x >= 0 ? left : centred(range_x)) - p);
+    map.f = static_cast<double>((range_y >= 0 ? top : centred(range_y)) - p);
+  } else if (cfg.random_resized_crop) {
+    map = random_resized_crop(cfg, src_width, src_height, out_w, out_h, rng, start);
+  } else {
+    map = base_transform(pre, src_width, src_height);
+  }
+
+  // 2. Keras's apply_affine_transform about the frame's centre. Keras composes, in (row, col)
+  // coordinates, rotation . shift . shear . zoom (output -> input); here in (x, y) = (col, row):
+  // q_in = R (S Z q + t) with q relative to the centre ((w-1)/2, (h-1)/2) (Keras offsets by
+  // h/2 + 0.5, one pixel off the true centre; the true centre is used here).
+  if (cfg.rotation_deg != 0 || cfg.width_shift != 0 || cfg.height_shift != 0 || cfg.shear != 0 ||
+      cfg.zoom != 0) {
+    double theta = 0, tx = 0, ty = 0, shear = 0, zx = 1, zy = 1;
+    if (cfg.rotation_deg != 0)
+      theta = static_cast<double>(
+                  uniform_at(rng, start + kSlotRotation, -cfg.rotation_deg, cfg.rotation_deg)) *
+              (3.14159265358979323846 / 180.0);
+    if (cfg.height_shift != 0)
+      ty = static_cast<double>(
+               uniform_at(rng, start + kSlotHeightShift, -cfg.height_shift, cfg.height_shift)) *
+           h;
+    if (cfg.width_shift != 0)
+      tx = static_cast<double>(
+               uniform_at(rng, start + kSlotWidthShift, -cfg.width_shift, cfg.width_shift)) *
+           w;
+    if (cfg.shear != 0)
+      shear = static_cast<double>(uniform_at(rng, start + kSlotShear, -cfg.shear, cfg.shear));
+    if (cfg.zoom != 0) {
+      zy = static_cast<double>(uniform_at(rng, start + kSlotZoom, 1 - cfg.zoom, 1 + cfg.zoom));
+      zx = static_cast<double>(uniform_at(rng, start + kSlotZoom + 1, 1 - cfg.zoom, 1 + cfg.zoom));
+    }
+    // S Z: Keras's shear (row' = row - sin(s) col, col' = cos(s) col) after the zoom.
+    const double sz_a = std::cos(shear) * zx, sz_d = -std::sin(shear) * zx, sz_e = zy;
+    // R: Keras's rotation (row' = cos row - sin col, col' = sin row + cos col) in (x, y).
+    const double cs = std::cos(theta), sn = std::sin(theta);
+    Affine2D k;
+    k.a = cs * sz_a + sn * sz_d;
+    k.b = sn * sz_e;
+    k.d = -sn * sz_a + cs * sz_d;
+    k.e = cs * sz_e;
+    const double cx = (w - 1) / 2, cy = (h - 1) / 2;
+    const double rtx = cs * tx + sn * ty, rty = -sn * tx + cs * ty;
+    k.c = cx + rtx - (k.a * cx + k.b * cy);
+    k.f = cy + rty - (k.d * cx + k.e * cy);
+    map = map.then(k);
+  }
+
+  // 3. Flips of the output (Keras flips after the affine transform).
+  if (cfg.horizontal_flip && uniform_at(rng, start + kSlotHorizontalFlip) < 0.5f)
+    map = map.then(Affine2D{-1, 0, w - 1, 0, 1, 0});
+  if (cfg.vertical_flip && uniform_at(rng, start + kSlotVerticalFlip) < 0.5f)
+    map = map.then(Affine2D{1, 0, 0, 0, -1, h - 1});
+
+  photometric = PhotometricDraw{};
+  if (cfg.brightness != 0)
+    photometric.brightness_delta =
+        uniform_at(rng, start + kSlotBrightness, -cfg.brightness, cfg.brightness);
+  if (cfg.contrast_min != 1 || cfg.contrast_max != 1)
+    photometric.contrast_factor =
+        uniform_at(rng, start + kSlotContrast, cfg.contrast_min, cfg.contrast_max);
+  rng.set_position(start + kDrawsPerSample);
+  return map;
+}
+
+void warp_affine_bilinear(const ImageView& src, const Affine2D& map, bool fill_constant,
+                          std::int64_t channels, std::int64_t height, std::int64_t width,
+                          float* dst) {  // (C, H, W)
+  check_warp_args(src, map, channels, height, width);
+  if (is_integer_map(map) && (src.channels == channels || src.channels == 1)) {
+    warp_integer(src, map, fill_constant, channels, height, width, dst);
+    return;
+  }
+  const std::int64_t plane = height * width;
+#if defined(__AVX2__)
+  const bool use_avx2 = last_byte(src) >= 3;
+#endif
+  Taps taps;
+  for (std::int64_t y = 0; y < height; ++y) {
+    const double yd = static_cast<double>(y);
+    const double sx0 = map.b * yd + map.c, sy0 = map.e * yd + map.f;
+    for (std::int64_t x0 = 0; x0 < width; x0 += kChunk) {
+      const std::int64_t n = std::min(kChunk, width - x0);
+      // The chunk's first point in double, the steps within it in float.
+      const double xd = static_cast<double>(x0);
+      compute_taps(src, fill_constant, static_cast<float>(sx0 + map.a * xd),
+                   static_cast<float>(sy0 + map.d * xd), static_cast<float>(map.a),
+                   static_cast<float>(map.d), static_cast<int>(n), taps);
+      float* out[3] = {nullptr, nullptr, nullptr};
+      for (std::int64_t c = 0; c < channels; ++c) out[c] = dst + c * plane + y * width + x0;
+      std::int64_t done = 0;
+#if defined(__AVX2__)
+      if (use_avx2) {
+        done = n - n % 8;
+        sample_avx2(src, taps, done, channels, out);
+      }
+#endif
+      sample_portable(src, taps, done, n, channels, out);
+    }
+  }
+}
+
+void transform_sample(const ImageView& src, const Preprocessing& pre, const AugmentConfig* augment,
+                      RandomStream& rng, float* dst) {
+  EPOCH_CHECK(pre.channels == 1 || pre.channels == 3, "transform_sample: output channels ",
+              pre.channels, " (1 or 3 expected)");
+  EPOCH_CHECK(src.channels == 1 || src.channels == 3, "transform_sample: source channels ",
+              src.channels, " (1 or 3 expected)");
+  const bool augmenting = augment != nullptr && augment->enabled();
+  PhotometricDraw ph;
+  const Affine2D map = augmenting
+                           ? sample_augmentation(*augment, pre, src.width, src.height, rng, ph)
+                           : base_transform(pre, src.width, src.height);
+  const bool fill_constant =
+      augmenting && (augment->fill_mode == "constant" || augment->crop_padding > 0);
+  const bool photometric = ph.brightness_delta != 0 || ph.contrast_factor != 1;
+  const std::int64_t channels = pre.channels, plane = pre.height * pre.width;
+
+  if (!photometric && is_integer_map(map) && (src.channels == channels || src.channels == 1)) {
+    // Whole source pixels only: gather them as u8 and let preprocess_sample do the arithmetic,
+    // so the result is bit-identical to preprocessing the copied/cropped/flipped image.
+    check_warp_args(src, map, channels, pre.height, pre.width);
+    const bool plain_chw = src.channels == channels && is_identity(map) && src.width == pre.width &&
+                           src.height == pre.height && src.stride_x == 1 &&
+                           src.stride_y == pre.width && (channels == 1 || src.stride_c == plane);
+    if (plain_chw) {
+      preprocess_sample(pre, src.data, dst);
+      return;
+    }
+    std::vector<std::uint8_t>& pixels = scratch_pixels();
+    pixels.resize(static_cast<std::size_t>(channels * plane));
+    warp_integer(src, map, fill_constant, channels, pre.height, pre.width, pixels.data());
+    preprocess_sample(pre, pixels.data(), dst);
+    return;
+  }
+  warp_affine_bilinear(src, map, fill_constant, channels, pre.height, pre.width, dst);
+  photometric_and_rescale(ph, pre.rescale, channels, plane, dst);
+  finish_sample(pre, dst);
+}
+
+RandomStream sample_stream(std::uint64_t seed, std::int64_t epoch, std::int64_t index) {
+  static const std::uint64_t tag = hash_name("epoch.data.augment");
+  return RandomStream(mix64(seed, tag),
+                      mix64(static_cast<std::uint64_t>(epoch), static_cast<std::uint64_t>(index)));
+}
+
+}  // namespace epoch::data
