@@ -174,13 +174,13 @@ void Sgd::update(std::size_t i, Tensor& param, const Tensor& grad) {
   float* buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i).f32() : nullptr;
   switch (param.device().type) {
     case DeviceType::cpu:
-      cpu::sgd_step(param.f32(), grad.f32(), buf, param.numel(), lr(), momentum_, weight_decay_,
-                    nesterov_);
+      cpu::sgd_step(param.f32(), grad.f32(), buf, param.numel(), lr(), momentum_,
+                    decay_for(i, weight_decay_), nesterov_);
       return;
     case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
       cuda::sgd_step(param.f32(), grad.f32(), buf, param.numel(), lr(), momentum_,
-                     weight_decay_, nesterov_);
+                     decay_for(i, weight_decay_), nesterov_);
       return;
 #endif
       break;
@@ -219,7 +219,8 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
     case DeviceType::cpu:
       cpu::adam_step(param.f32(), grad.f32(), buffer(exp_avg_, i).f32(),
                      buffer(exp_avg_sq_, i).f32(), param.numel(), lr(), beta1_, beta2_, eps_,
-                     weight_decay_, decoupled_, static_cast<float>(lr() / bias1),
+                     decay_for(i, weight_decay_), decoupled_,
+                     static_cast<float>(lr() / bias1),
                      static_cast<float>(sqrt_bias2));
       t = next;
       return;
@@ -228,7 +229,8 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
       // The step counter stays on the host; only the rounded scalars go to the kernel.
       cuda::adam_step(param.f32(), grad.f32(), buffer(exp_avg_, i).f32(),
                       buffer(exp_avg_sq_, i).f32(), param.numel(), lr(), beta1_, beta2_, eps_,
-                      weight_decay_, decoupled_, static_cast<float>(lr() / bias1),
+                      decay_for(i, weight_decay_), decoupled_,
+                     static_cast<float>(lr() / bias1),
                       static_cast<float>(sqrt_bias2));
       t = next;
       return;
@@ -264,12 +266,14 @@ void Rmsprop::update(std::size_t i, Tensor& param, const Tensor& grad) {
   switch (param.device().type) {
     case DeviceType::cpu:
       cpu::rmsprop_step(param.f32(), grad.f32(), buffer(square_avg_, i).f32(), ga, buf,
-                        param.numel(), lr(), alpha_, eps_, weight_decay_, momentum_);
+                        param.numel(), lr(), alpha_, eps_, decay_for(i, weight_decay_),
+                        momentum_);
       return;
     case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
       cuda::rmsprop_step(param.f32(), grad.f32(), buffer(square_avg_, i).f32(), ga, buf,
-                         param.numel(), lr(), alpha_, eps_, weight_decay_, momentum_);
+                         param.numel(), lr(), alpha_, eps_, decay_for(i, weight_decay_),
+                         momentum_);
       return;
 #endif
       break;
@@ -301,15 +305,35 @@ OptimizerConfig optimizer_defaults(const std::string& name) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, NamedTensors params) {
+  std::unique_ptr<Optimizer> o;
   if (c.name == "sgd")
-    return std::make_unique<Sgd>(std::move(params), c.lr, c.momentum, c.nesterov, c.weight_decay);
-  if (c.name == "adam" || c.name == "adamw")
-    return std::make_unique<Adam>(std::move(params), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
-                                  c.name == "adamw");
-  if (c.name == "rmsprop")
-    return std::make_unique<Rmsprop>(std::move(params), c.lr, c.alpha, c.eps, c.weight_decay,
-                                     c.momentum, c.centered);
-  EPOCH_THROW(ConfigError, "unknown optimizer '", c.name, "' (valid: ", kValidNames, ")");
+    o = std::make_unique<Sgd>(std::move(params), c.lr, c.momentum, c.nesterov, c.weight_decay);
+  else if (c.name == "adam" || c.name == "adamw")
+    o = std::make_unique<Adam>(std::move(params), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
+                               c.name == "adamw");
+  else if (c.name == "rmsprop")
+    o = std::make_unique<Rmsprop>(std::move(params), c.lr, c.alpha, c.eps, c.weight_decay,
+                                  c.momentum, c.centered);
+  else
+    EPOCH_THROW(ConfigError, "unknown optimizer '", c.name, "' (valid: ", kValidNames, ")");
+  if (!c.decay_only.empty()) o->set_weight_decay_only(c.decay_only);
+  return o;
+}
+
+void Optimizer::set_weight_decay_only(const std::vector<std::string>& prefixes) {
+  std::vector<char> no_decay(params_.size(), 1);
+  for (const std::string& prefix : prefixes) {
+    bool matched = false;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].first.rfind(prefix, 0) == 0) {
+        no_decay[i] = 0;
+        matched = true;
+      }
+    if (!matched)
+      EPOCH_THROW(ConfigError, name_, ": weight decay prefix \"", prefix,
+                  "\" names no parameter");
+  }
+  no_decay_ = std::move(no_decay);
 }
 
 }  // namespace epoch::optim

@@ -37,6 +37,8 @@ TrainConfig recipe_for(const std::string& model) {
     // SGD 0.1, x0.1 every 350 epochs of 50,000 images at batch 128 (136,719 steps).
     c.optimizer = optim::optimizer_defaults("sgd");
     c.optimizer.lr = 0.1f;
+    c.optimizer.weight_decay = 0.004f;  // on the weights of the two hidden dense layers only
+    c.optimizer.decay_only = {"9.weight", "11.weight"};
     c.schedule.name = "step";
     c.schedule.step_size = 136719;
     c.schedule.gamma = 0.1f;

@@ -64,6 +64,7 @@ json TrainConfig::to_json() const {
                 {"momentum", optimizer.momentum},
                 {"nesterov", optimizer.nesterov},
                 {"weight_decay", optimizer.weight_decay},
+                {"decay_only", optimizer.decay_only},
                 {"beta1", optimizer.beta1},
                 {"beta2", optimizer.beta2},
                 {"eps", optimizer.eps},
@@ -108,6 +109,7 @@ TrainConfig TrainConfig::from_json(const json& j) {
     c.optimizer.momentum = o.at("momentum").get<float>();
     c.optimizer.nesterov = o.at("nesterov").get<bool>();
     c.optimizer.weight_decay = o.at("weight_decay").get<float>();
+    c.optimizer.decay_only = o.value("decay_only", std::vector<std::string>{});
     c.optimizer.beta1 = o.at("beta1").get<float>();
     c.optimizer.beta2 = o.at("beta2").get<float>();
     c.optimizer.eps = o.at("eps").get<float>();

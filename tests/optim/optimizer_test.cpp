@@ -104,6 +104,22 @@ TEST(Sgd, WeightDecayIsAddedToTheGradient) {
   EXPECT_TRUE(near(p, {1.805}, 1e-6));
 }
 
+TEST(Sgd, WeightDecayCanBeLimitedToNamedParameters) {
+  Tensor a = param({2.0f}), b = param({2.0f});
+  OptimizerConfig c = optimizer_defaults("sgd");
+  c.lr = 0.1f;
+  c.weight_decay = 0.5f;
+  c.decay_only = {"dense."};
+  auto opt = make_optimizer(c, {{"dense.weight", a}, {"conv.weight", b}});
+  a.set_grad(grad_of({0.0}));
+  b.set_grad(grad_of({0.0}));
+  opt->step();
+  EXPECT_TRUE(near(a, {1.9}, 1e-6));  // decayed
+  EXPECT_TRUE(near(b, {2.0}, 1e-6));  // not
+  c.decay_only = {"nothing."};
+  EXPECT_THROW(make_optimizer(c, {{"dense.weight", param({1.0f})}}), ConfigError);
+}
+
 TEST(Adam, FirstStepMovesByLrTimesSign) {
   // After bias correction m/sqrt(v) = g/|g|: the first step is lr * |g| / (|g| + eps).
   Tensor p = param({1.0f, -2.0f, 0.5f});

@@ -38,6 +38,9 @@ class Optimizer {
   /// "sgd", "adam", "adamw" or "rmsprop": the prefix of every state entry.
   const std::string& name() const { return name_; }
   const NamedTensors& params() const { return params_; }
+  /// Restricts weight decay to the parameters whose names start with one of `prefixes`
+  /// (ConfigError for a prefix that names no parameter).
+  void set_weight_decay_only(const std::vector<std::string>& prefixes);
 
   /// The state to checkpoint, with stable names: "<name>.step" (i32 {}), "<name>.lr" (f32 {}),
   /// then "<name>.<buffer>.<param name>" for every buffer (e.g. "adam.exp_avg.fc.w"). The
@@ -58,6 +61,10 @@ class Optimizer {
   /// device of the parameter, or a scalar i32 counter when `counter` is true). Returns its
   /// index for buffer().
   std::size_t add_buffer(const std::string& kind, bool counter = false);
+  /// The weight decay parameter i gets: `wd`, or 0 when set_weight_decay_only excludes it.
+  float decay_for(std::size_t i, float wd) const {
+    return no_decay_.empty() || !no_decay_[i] ? wd : 0.0f;
+  }
   /// The buffer `kind_index` (from add_buffer) of parameter i.
   Tensor& buffer(std::size_t kind_index, std::size_t i);
 
@@ -72,6 +79,7 @@ class Optimizer {
   std::int64_t steps_ = 0;
   std::vector<std::string> buffer_kinds_;
   std::vector<std::vector<Tensor>> buffers_;  // [kind][param]
+  std::vector<char> no_decay_;                 // [param]: 1 = no weight decay; empty: all decay
 };
 
 /// torch.optim.SGD with dampening 0: d = g + wd * p; with momentum, buf = momentum * buf + d
@@ -137,6 +145,9 @@ struct OptimizerConfig {
   float momentum = 0.0f;  // sgd, rmsprop
   bool nesterov = false;  // sgd
   float weight_decay = 0.0f;
+  /// Parameter-name prefixes that weight decay applies to (e.g. "4." for one layer); empty:
+  /// every parameter.
+  std::vector<std::string> decay_only;
   float beta1 = 0.9f;  // adam, adamw
   float beta2 = 0.999f;
   float eps = 1e-8f;      // adam, adamw, rmsprop
