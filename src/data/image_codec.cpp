@@ -44,8 +44,7 @@ constexpr int kDecodeFlags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
 std::string tj_message(tjhandle handle) {
   std::string text = tjGetErrorStr2(handle);
   const std::size_t prefix = text.find("(): ");
-  if (prefix != std::string::npos && text.compare(0, 2, "tj") == 0)
-    text.erase(0, prefix + 4);
+  if (prefix != std::string::npos && text.compare(0, 2, "tj") == 0) text.erase(0, prefix + 4);
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text;
 }
@@ -54,30 +53,44 @@ std::string tj_message(tjhandle handle) {
 /// number of threads can decode and encode at once.
 class TjHandle {
  public:
-  explicit TjHandle(tjhandle handle) : handle_(handle) {}
-  ~TjHandle() {
-    if (handle_ != nullptr) tjDestroy(handle_);
-  }
+  explicit TjHandle(bool compress) : compress_(compress) {}
+  ~TjHandle() { reset(); }
   TjHandle(const TjHandle&) = delete;
   TjHandle& operator=(const TjHandle&) = delete;
-  tjhandle get() const { return handle_; }
+
+  /// The handle, created on first use.
+  tjhandle get() {
+    if (handle_ == nullptr) handle_ = compress_ ? tjInitCompress() : tjInitDecompress();
+    if (handle_ == nullptr)
+      EPOCH_THROW(BackendError, compress_ ? "tjInitCompress" : "tjInitDecompress",
+                  " failed: ", tjGetErrorStr2(nullptr));
+    return handle_;
+  }
+  /// Drops the handle after a failure: libjpeg-turbo 2.1.5's tjDecompressHeader3 returns from
+  /// an error without aborting the decompressor, whose next call then resumes mid-header
+  /// ("Unsupported JPEG process: SOF type 0xce" on a good file).
+  void reset() {
+    if (handle_ != nullptr) tjDestroy(handle_);
+    handle_ = nullptr;
+  }
 
  private:
-  tjhandle handle_;
+  bool compress_;
+  tjhandle handle_ = nullptr;
 };
 
-tjhandle decompressor() {
-  thread_local TjHandle handle(tjInitDecompress());
-  if (handle.get() == nullptr)
-    EPOCH_THROW(BackendError, "tjInitDecompress failed: ", tjGetErrorStr2(nullptr));
-  return handle.get();
+TjHandle& decompressor() {
+  thread_local TjHandle handle(false);
+  return handle;
 }
 
-tjhandle compressor() {
-  thread_local TjHandle handle(tjInitCompress());
-  if (handle.get() == nullptr)
-    EPOCH_THROW(BackendError, "tjInitCompress failed: ", tjGetErrorStr2(nullptr));
-  return handle.get();
+/// Separate compressors for baseline and progressive output: with libjpeg-turbo 2.1.5, a
+/// handle that has written a progressive JPEG writes corrupt baseline ones afterwards (its
+/// optimized Huffman tables stay behind; the tests catch this).
+TjHandle& compressor(bool progressive) {
+  thread_local TjHandle baseline(true);
+  thread_local TjHandle progressive_handle(true);
+  return progressive ? progressive_handle : baseline;
 }
 
 // ---------------------------------------------------------------- JPEG markers and EXIF
@@ -219,24 +232,42 @@ void orient_pixels(Image& image, int orientation) {
   const std::int64_t w = image.width, h = image.height;
   const bool swap = orientation >= 5;
   const std::int64_t ow = swap ? h : w, oh = swap ? w : h;
-  // Source pixel of output (x, y) = start(y) + x * step, in pixels.
-  std::int64_t row_start = 0, row_step = 0, step = 0;  // start(y) = row_start + y * row_step
+  // Source pixel (in pixels) of output (x, y): start + y * row_step + x * step.
+  struct Walk {
+    std::int64_t start, row_step, step;
+  };
+  Walk walk{};
   switch (orientation) {
-    case 2: row_start = w - 1, row_step = w, step = -1; break;             // mirror
-    case 3: row_start = w * h - 1, row_step = -w, step = -1; break;        // rotate 180
-    case 4: row_start = (h - 1) * w, row_step = -w, step = 1; break;       // flip
-    case 5: row_start = 0, row_step = 1, step = w; break;                  // transpose
-    case 6: row_start = (h - 1) * w, row_step = 1, step = -w; break;       // rotate 90 CW
-    case 7: row_start = w * h - 1, row_step = -1, step = -w; break;        // transverse
-    case 8: row_start = w - 1, row_step = -1, step = w; break;             // rotate 90 CCW
-    default: return;
+    case 2:  // mirror
+      walk = {w - 1, w, -1};
+      break;
+    case 3:  // rotate 180
+      walk = {w * h - 1, -w, -1};
+      break;
+    case 4:  // flip
+      walk = {(h - 1) * w, -w, 1};
+      break;
+    case 5:  // transpose
+      walk = {0, 1, w};
+      break;
+    case 6:  // rotate 90 clockwise
+      walk = {(h - 1) * w, 1, -w};
+      break;
+    case 7:  // transverse
+      walk = {w * h - 1, -1, -w};
+      break;
+    case 8:  // rotate 90 counter-clockwise
+      walk = {w - 1, -1, w};
+      break;
+    default:
+      return;
   }
   std::vector<std::uint8_t> out(image.pixels.size());
   const std::uint8_t* src = image.pixels.data();  // (h, w, C)
   std::uint8_t* dst = out.data();                 // (oh, ow, C)
   for (std::int64_t y = 0; y < oh; ++y) {
-    std::int64_t s = row_start + y * row_step;
-    for (std::int64_t x = 0; x < ow; ++x, s += step)
+    std::int64_t s = walk.start + y * walk.row_step;
+    for (std::int64_t x = 0; x < ow; ++x, s += walk.step)
       for (int c = 0; c < C; ++c) *dst++ = src[s * C + c];
   }
   image.pixels = std::move(out);
@@ -244,8 +275,8 @@ void orient_pixels(Image& image, int orientation) {
   image.height = oh;
 }
 
-void check_pixel_limit(const std::string& name, const char* format, std::int64_t w,
-                       std::int64_t h, const DecodeOptions& options) {
+void check_pixel_limit(const std::string& name, const char* format, std::int64_t w, std::int64_t h,
+                       const DecodeOptions& options) {
   if (w > kMaxDimension || h > kMaxDimension)
     EPOCH_THROW(IoError, name, ": ", format, " of ", w, "x", h, " pixels is above the limit of ",
                 kMaxDimension, " in either dimension");
@@ -256,12 +287,18 @@ void check_pixel_limit(const std::string& name, const char* format, std::int64_t
 
 Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& name,
                   const DecodeOptions& options) {
-  tjhandle tj = decompressor();
+  TjHandle& handle = decompressor();
+  tjhandle tj = handle.get();
+  // The message, then a fresh handle for the next call (see TjHandle::reset).
+  const auto failure = [&] {
+    const std::string message = tj_message(tj);
+    handle.reset();
+    return message;
+  };
   const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsampling = -1, colorspace = -1;
-  if (tjDecompressHeader3(tj, bytes.data(), size, &width, &height, &subsampling, &colorspace) !=
-      0)
-    EPOCH_THROW(IoError, name, ": corrupt or unsupported JPEG (", tj_message(tj), ")");
+  if (tjDecompressHeader3(tj, bytes.data(), size, &width, &height, &subsampling, &colorspace) != 0)
+    EPOCH_THROW(IoError, name, ": corrupt or unsupported JPEG (", failure(), ")");
   if (width < 1 || height < 1)
     EPOCH_THROW(IoError, name, ": JPEG without an image (", width, "x", height, ")");
   check_pixel_limit(name, "JPEG", width, height, options);
@@ -269,9 +306,9 @@ Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& name,
   const JpegMarkers markers = scan_jpeg_markers(bytes);
   const int orientation = options.apply_exif_orientation ? markers.orientation : 1;
   const bool swap = orientation >= 5;
-  const tjscalingfactor scale = choose_scale(width, height,
-                                             swap ? options.min_height : options.min_width,
-                                             swap ? options.min_width : options.min_height);
+  const tjscalingfactor scale =
+      choose_scale(width, height, swap ? options.min_height : options.min_width,
+                   swap ? options.min_width : options.min_height);
   Image image;
   image.width = TJSCALED(width, scale);
   image.height = TJSCALED(height, scale);
@@ -281,17 +318,16 @@ Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& name,
   const int w = static_cast<int>(image.width), h = static_cast<int>(image.height);
   if (cmyk) {
     std::vector<std::uint8_t> buffer(npixels * 4);  // (h, w, 4)
-    if (tjDecompress2(tj, bytes.data(), size, buffer.data(), w, 0, h, TJPF_CMYK, kDecodeFlags) !=
-        0)
-      EPOCH_THROW(IoError, name, ": corrupt or truncated JPEG (", tj_message(tj), ")");
+    if (tjDecompress2(tj, bytes.data(), size, buffer.data(), w, 0, h, TJPF_CMYK, kDecodeFlags) != 0)
+      EPOCH_THROW(IoError, name, ": corrupt or truncated JPEG (", failure(), ")");
     image.pixels.resize(npixels * 3);
     cmyk_to_rgb(buffer.data(), image.pixels.data(), npixels, markers.adobe);
   } else {
     image.pixels.resize(npixels * static_cast<std::size_t>(image.channels));
     const int format = image.channels == 1 ? TJPF_GRAY : TJPF_RGB;
-    if (tjDecompress2(tj, bytes.data(), size, image.pixels.data(), w, 0, h, format,
-                      kDecodeFlags) != 0)
-      EPOCH_THROW(IoError, name, ": corrupt or truncated JPEG (", tj_message(tj), ")");
+    if (tjDecompress2(tj, bytes.data(), size, image.pixels.data(), w, 0, h, format, kDecodeFlags) !=
+        0)
+      EPOCH_THROW(IoError, name, ": corrupt or truncated JPEG (", failure(), ")");
   }
   if (image.channels == 1) {
     orient_pixels<1>(image, orientation);
@@ -308,6 +344,19 @@ struct PngGuard {
   png_image* png;
   ~PngGuard() { png_image_free(png); }
 };
+
+/// Whether the chunk list reaches an IEND chunk. libpng's simplified reader stops once it has
+/// the pixels, so a file cut inside or before IEND would otherwise pass as whole.
+bool png_reaches_iend(std::span<const std::uint8_t> bytes) {
+  std::size_t pos = 8;  // after the signature
+  while (pos + 12 <= bytes.size()) {
+    const std::size_t length = load32(&bytes[pos], true);
+    if (std::memcmp(&bytes[pos + 4], "IEND", 4) == 0) return true;
+    if (length > bytes.size() - pos - 12) return false;
+    pos += 12 + length;
+  }
+  return false;
+}
 
 Image decode_png(std::span<const std::uint8_t> bytes, const std::string& name,
                  const DecodeOptions& options) {
@@ -330,6 +379,8 @@ Image decode_png(std::span<const std::uint8_t> bytes, const std::string& name,
   png_color background{255, 255, 255};
   if (png_image_finish_read(&png, &background, image.pixels.data(), 0, nullptr) == 0)
     EPOCH_THROW(IoError, name, ": corrupt or truncated PNG (", png.message, ")");
+  if (!png_reaches_iend(bytes))
+    EPOCH_THROW(IoError, name, ": truncated PNG (no IEND chunk at the end)");
   return image;
 }
 
@@ -406,19 +457,19 @@ Image read_image(const std::string& path, const DecodeOptions& options) {
 }
 
 std::vector<std::uint8_t> encode_jpeg(const Image& image, int quality, bool progressive) {
-  EPOCH_CHECK(image.channels == 1 || image.channels == 3, "encode_jpeg: channels must be 1 or 3, got ",
-              image.channels);
-  EPOCH_CHECK(image.width >= 1 && image.height >= 1 && image.width <= 65500 &&
-                  image.height <= 65500,
-              "encode_jpeg: size ", image.width, "x", image.height,
-              " outside JPEG's 1..65500 per dimension");
-  EPOCH_CHECK(static_cast<std::int64_t>(image.pixels.size()) ==
-                  image.width * image.height * image.channels,
-              "encode_jpeg: ", image.pixels.size(), " pixel bytes for a ", image.width, "x",
-              image.height, "x", image.channels, " image");
-  EPOCH_CHECK(quality >= 1 && quality <= 100, "encode_jpeg: quality ", quality,
-              " outside 1..100");
-  tjhandle tj = compressor();
+  EPOCH_CHECK(image.channels == 1 || image.channels == 3,
+              "encode_jpeg: channels must be 1 or 3, got ", image.channels);
+  EPOCH_CHECK(
+      image.width >= 1 && image.height >= 1 && image.width <= 65500 && image.height <= 65500,
+      "encode_jpeg: size ", image.width, "x", image.height,
+      " outside JPEG's 1..65500 per dimension");
+  EPOCH_CHECK(
+      static_cast<std::int64_t>(image.pixels.size()) == image.width * image.height * image.channels,
+      "encode_jpeg: ", image.pixels.size(), " pixel bytes for a ", image.width, "x", image.height,
+      "x", image.channels, " image");
+  EPOCH_CHECK(quality >= 1 && quality <= 100, "encode_jpeg: quality ", quality, " outside 1..100");
+  TjHandle& handle = compressor(progressive);
+  tjhandle tj = handle.get();
   unsigned char* out = nullptr;
   unsigned long out_size = 0;
   const bool gray = image.channels == 1;
@@ -428,6 +479,7 @@ std::vector<std::uint8_t> encode_jpeg(const Image& image, int quality, bool prog
                   progressive ? TJFLAG_PROGRESSIVE : 0) != 0) {
     const std::string message = tj_message(tj);
     tjFree(out);
+    handle.reset();
     EPOCH_THROW(IoError, "encode_jpeg: compression failed (", message, ")");
   }
   std::vector<std::uint8_t> bytes(out, out + out_size);
@@ -448,8 +500,8 @@ void write_jpeg(const std::string& path, const Image& image, int quality, bool p
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0)
-    EPOCH_THROW(IoError, path, ": cannot create a temporary file beside it: ",
-                std::strerror(errno));
+    EPOCH_THROW(IoError, path,
+                ": cannot create a temporary file beside it: ", std::strerror(errno));
   std::size_t done = 0;
   int err = 0;
   while (done < bytes.size()) {
