@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates the PyTorch reference venv (the current torch and numpy from PyPI) that
-# bench/reference/run_torch.sh uses for the "pypi" side of every comparison (BENCHMARKING.md).
+# Creates the PyTorch reference venv (the current torch, numpy, torchvision and pillow from
+# PyPI) that bench/reference/run_torch.sh uses for the "pypi" side of every comparison
+# (BENCHMARKING.md).
 # Usage: scripts/setup-reference.sh [VENV]   (default: .venv-torch in the repository root)
 # Safe to run again: it only installs what the venv is missing.
 set -euo pipefail
@@ -14,12 +15,19 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 
-if "$venv/bin/python" -c "import torch, numpy" > /dev/null 2>&1; then
-  "$venv/bin/python" -c "import torch; print('epoch: reference torch', torch.__version__)"
-  exit 0
+py="$venv/bin/python"
+if ! "$py" -c "import torch, numpy" > /dev/null 2>&1; then
+  echo "epoch: installing torch and numpy from PyPI into $venv (a large download)"
+  "$py" -m pip install --upgrade pip
+  "$py" -m pip install torch numpy
 fi
 
-echo "epoch: installing torch and numpy from PyPI into $venv (a large download)"
-"$venv/bin/python" -m pip install --upgrade pip
-"$venv/bin/python" -m pip install torch numpy
-"$venv/bin/python" -c "import torch; print('epoch: reference torch', torch.__version__)"
+# torchvision and Pillow (bench/reference/pipeline_bench.py), pinned to the installed torch so
+# that pip picks the matching torchvision instead of replacing torch.
+if ! "$py" -c "import torchvision, PIL" > /dev/null 2>&1; then
+  torch_version=$("$py" -c "import torch; print(torch.__version__.split('+')[0])")
+  echo "epoch: installing torchvision and pillow for torch $torch_version into $venv"
+  "$py" -m pip install "torch==$torch_version" torchvision pillow
+fi
+"$py" -c "import torch, torchvision, PIL; print('epoch: reference torch', torch.__version__,
+    'torchvision', torchvision.__version__, 'pillow', PIL.__version__)"
