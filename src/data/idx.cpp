@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <source_location>
+#include <span>
 #include <vector>
 
 namespace epoch::data {
@@ -44,6 +45,88 @@ const char* idx_type_name(unsigned code) {
       return "unknown";
   }
 }
+
+/// ByteReader's interface over bytes in memory, raw or gzip (inflated as it is read, with the
+/// same rules as zlib's gzread: concatenated members are read, trailing non-gzip bytes ignored).
+class MemoryReader {
+ public:
+  MemoryReader(std::span<const std::uint8_t> bytes, const std::string& name)
+      : bytes_(bytes), name_(name) {
+    if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
+      if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail(name, "cannot start gzip decoding");
+      gzip_ = true;
+      z_.next_in = const_cast<Bytef*>(bytes.data());  // zlib's API is not const-correct
+      z_.avail_in = 0;
+    }
+  }
+  ~MemoryReader() {
+    if (gzip_) inflateEnd(&z_);
+  }
+  MemoryReader(const MemoryReader&) = delete;
+  MemoryReader& operator=(const MemoryReader&) = delete;
+
+  std::size_t read(void* out, std::size_t n) {
+    if (!gzip_) {
+      const std::size_t got = std::min(n, bytes_.size() - pos_);
+      if (got > 0) std::memcpy(out, bytes_.data() + pos_, got);
+      pos_ += got;
+      return got;
+    }
+    auto* p = static_cast<unsigned char*>(out);
+    std::size_t total = 0;
+    while (total < n && !ended_) {
+      if (z_.avail_in == 0) {  // feed at most 1 GiB at a time (avail_in is 32-bit)
+        const std::size_t feed = std::min<std::size_t>(bytes_.size() - pos_, 1u << 30);
+        z_.next_in = const_cast<Bytef*>(bytes_.data() + pos_);
+        z_.avail_in = static_cast<uInt>(feed);
+        pos_ += feed;
+      }
+      const auto room = static_cast<uInt>(std::min<std::size_t>(n - total, 1u << 30));
+      z_.next_out = p + total;
+      z_.avail_out = room;
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      total += room - z_.avail_out;
+      if (rc == Z_STREAM_END) {
+        // The unread input runs contiguously from next_in to the end of bytes_.
+        const std::size_t left =
+            static_cast<std::size_t>(bytes_.data() + bytes_.size() - z_.next_in);
+        const bool more = left >= 2 && z_.next_in[0] == 0x1f && z_.next_in[1] == 0x8b;
+        if (!more || inflateReset(&z_) != Z_OK) ended_ = true;
+      } else if (rc == Z_BUF_ERROR) {  // no progress possible: the input ran out
+        fail(name_, "gzip stream ends early (truncated file?)");
+      } else if (rc != Z_OK) {
+        fail(name_, std::string("corrupt gzip data: ") +
+                        (z_.msg != nullptr ? z_.msg : "unknown error"));
+      }
+    }
+    return total;
+  }
+
+  std::size_t count_rest() {
+    if (!gzip_) {
+      const std::size_t rest = bytes_.size() - pos_;
+      pos_ = bytes_.size();
+      return rest;
+    }
+    std::vector<unsigned char> buffer(1u << 16);
+    std::size_t total = 0;
+    while (const std::size_t got = read(buffer.data(), buffer.size())) total += got;
+    return total;
+  }
+
+  std::int64_t raw_remaining() const {
+    return gzip_ ? -1 : static_cast<std::int64_t>(bytes_.size() - pos_);
+  }
+  bool is_gzip() const { return gzip_; }
+
+ private:
+  std::span<const std::uint8_t> bytes_;
+  const std::string& name_;
+  std::size_t pos_ = 0;  // bytes consumed (raw) or handed to zlib (gzip)
+  bool gzip_ = false;
+  bool ended_ = false;
+  z_stream z_{};
+};
 
 }  // namespace
 
@@ -100,8 +183,12 @@ std::size_t ByteReader::read(void* out, std::size_t n) {
       int errnum = Z_OK;
       const char* msg = gzerror(gz, &errnum);
       if (errnum == Z_BUF_ERROR) fail(path_, "gzip stream ends early (truncated file?)");
-      if (errnum != Z_OK)
-        fail(path_, std::string("corrupt gzip data: ") + (msg != nullptr ? msg : "unknown error"));
+      if (errnum != Z_OK) {
+        // gzerror's text starts with the path, which fail() puts in front already.
+        std::string text = msg != nullptr ? msg : "unknown error";
+        if (text.rfind(path_ + ": ", 0) == 0) text.erase(0, path_.size() + 2);
+        fail(path_, "corrupt gzip data: " + text);
+      }
       if (got <= 0) break;
     }
   }
@@ -119,8 +206,11 @@ std::int64_t ByteReader::raw_remaining() const {
   return raw_ != nullptr ? std::max<std::int64_t>(raw_size_ - raw_position_, 0) : -1;
 }
 
-Tensor read_idx(const std::string& path) {
-  ByteReader in(path);
+namespace {
+
+/// The IDX parser over a ByteReader (file) or a MemoryReader; `path` names the source in errors.
+template <typename Reader>
+Tensor parse_idx(Reader& in, const std::string& path) {
   unsigned char magic[4];
   const std::size_t got_magic = in.read(magic, 4);
   if (got_magic == 0) fail(path, "empty file, expected an IDX header");
@@ -193,6 +283,18 @@ Tensor read_idx(const std::string& path) {
     fail(path, std::to_string(extra) + " trailing bytes after the " + std::to_string(nbytes) +
                    "-byte IDX payload");
   return t;
+}
+
+}  // namespace
+
+Tensor read_idx(const std::string& path) {
+  ByteReader in(path);
+  return parse_idx(in, path);
+}
+
+Tensor read_idx_bytes(std::span<const std::uint8_t> bytes, const std::string& name) {
+  MemoryReader in(bytes, name);
+  return parse_idx(in, name);
 }
 
 }  // namespace epoch::data

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <source_location>
+#include <span>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -170,6 +171,28 @@ void read_exact(const std::string& path, int fd, std::uint64_t offset, void* out
   }
 }
 
+/// Where load_safetensors reads from: an open file (pread) ...
+struct FileSource {
+  const std::string& path;
+  int fd;
+  std::uint64_t size;
+  void read(std::uint64_t offset, void* out, std::size_t n, const char* what) const {
+    read_exact(path, fd, offset, out, n, what);
+  }
+};
+
+/// ... or bytes in memory (load_safetensors_bytes, the fuzz target).
+struct MemorySource {
+  const std::string& path;
+  std::span<const std::uint8_t> bytes;
+  std::uint64_t size;
+  void read(std::uint64_t offset, void* out, std::size_t n, const char* what) const {
+    if (offset > size || n > size - offset)
+      fail(path, std::string("file ended while reading ") + what);
+    if (n > 0) std::memcpy(out, bytes.data() + offset, n);
+  }
+};
+
 struct Entry {
   std::string name;
   DType dtype;
@@ -288,20 +311,18 @@ void save_safetensors(const std::string& path, const std::vector<NamedTensor>& t
   tmp.commit(path);
 }
 
-SafetensorsFile load_safetensors(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail(path, "cannot open: " + errno_text(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) fail(path, "cannot stat: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a safetensors file");
-  if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+namespace {
+
+/// Everything after opening: the same checks whether the bytes come from a file or memory.
+template <typename Source>
+SafetensorsFile parse_safetensors(const Source& source, const std::string& path) {
+  const std::uint64_t file_size = source.size;
   if (file_size < 8)
     fail(path, "not a safetensors file: " + std::to_string(file_size) +
                    " bytes, shorter than the 8-byte header length");
 
   unsigned char length_bytes[8];
-  read_exact(path, fd.get(), 0, length_bytes, 8, "the header length");
+  source.read(0, length_bytes, 8, "the header length");
   std::uint64_t header_size = 0;
   for (int i = 0; i < 8; ++i) header_size |= std::uint64_t{length_bytes[i]} << (8 * i);
   if (header_size > kMaxHeaderBytes)
@@ -312,7 +333,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
                    std::to_string(file_size - 8) + " bytes after it (truncated file?)");
 
   std::string text(header_size, '\0');
-  read_exact(path, fd.get(), 8, text.data(), text.size(), "the header");
+  source.read(8, text.data(), text.size(), "the header");
   // The JSON parser keeps one of two equal keys silently; the callback notices the second.
   std::set<std::string> top_keys;
   std::string duplicate;
@@ -372,11 +393,29 @@ SafetensorsFile load_safetensors(const std::string& path) {
   const std::uint64_t data_start = 8 + header_size;
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
-    read_exact(path, fd.get(), data_start + e.begin, t.raw(), e.end - e.begin,
-               ("tensor \"" + e.name + "\"").c_str());
+    source.read(data_start + e.begin, t.raw(), e.end - e.begin,
+                ("tensor \"" + e.name + "\"").c_str());
     out.tensors.push_back({e.name, std::move(t)});
   }
   return out;
+}
+
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail(path, "cannot open: " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail(path, "cannot stat: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a safetensors file");
+  if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
+  return parse_safetensors(FileSource{path, fd.get(), static_cast<std::uint64_t>(st.st_size)},
+                           path);
+}
+
+SafetensorsFile load_safetensors_bytes(std::span<const std::uint8_t> bytes,
+                                       const std::string& name) {
+  return parse_safetensors(MemorySource{name, bytes, bytes.size()}, name);
 }
 
 }  // namespace epoch

@@ -7,6 +7,8 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <functional>
+#include <span>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -183,6 +185,48 @@ TEST_F(IdxTest, EmptyFileDirectoryAndMissingFile) {
   expect_error(path("empty"), "empty file");
   expect_error(dir_.string(), "is a directory");
   expect_error(path("missing"), "cannot open");
+}
+
+/// The outcome of one read, for comparing the file and in-memory readers: the tensor's shape
+/// and bytes, or the error message without its "[at file:line]" suffix.
+std::string outcome(const std::function<Tensor()>& read) {
+  try {
+    const Tensor t = read();
+    return shape_str(t.shape()) + " " +
+           std::string(static_cast<const char*>(t.raw()), static_cast<std::size_t>(t.numel()));
+  } catch (const IoError& e) {
+    const std::string msg = e.what();
+    return "IoError " + msg.substr(0, msg.find(" [at "));
+  }
+}
+
+TEST_F(IdxTest, BytesOverloadMatchesTheFileReader) {
+  const std::string full = idx_bytes(0x08, {20, 30}, pattern(600));
+  write_gz(path("gz"), full);
+  const std::string gz = read_raw(path("gz"));
+  write_gz(path("gz2"), full.substr(0, 100));
+  const std::string first = read_raw(path("gz2"));
+  write_gz(path("gz3"), full.substr(100));
+  const std::string concatenated = first + read_raw(path("gz3"));  // two gzip members
+  std::string flipped = gz;
+  flipped[flipped.size() - 6] = static_cast<char>(~flipped[flipped.size() - 6]);  // CRC
+  const std::vector<std::string> cases = {
+      full,         full.substr(0, 3),     full.substr(0, 300), full + "x",
+      gz,           gz.substr(0, 2),       gz.substr(0, 30),    gz.substr(0, gz.size() - 1),
+      concatenated, gz + "trailing bytes", flipped,             "",
+      idx_bytes(0x0D, {2}, "12345678"),    idx_bytes(0x08, {0xFFFFFFFFu, 0xFFFFFFFFu}, "x")};
+  int errors = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    write_raw(path("case"), cases[i]);
+    const std::string from_file = outcome([&] { return read_idx(path("case")); });
+    const std::span<const std::uint8_t> bytes(
+        reinterpret_cast<const std::uint8_t*>(cases[i].data()), cases[i].size());
+    EXPECT_EQ(outcome([&] { return read_idx_bytes(bytes, path("case")); }), from_file)
+        << "case " << i;
+    errors += from_file.rfind("IoError", 0) == 0;
+  }
+  EXPECT_EQ(outcome([&] { return read_idx_bytes({}, "x"); }).substr(0, 10), "IoError x:");
+  EXPECT_EQ(errors, 10);  // all but full, gz, concatenated, gz + trailing bytes
 }
 
 }  // namespace

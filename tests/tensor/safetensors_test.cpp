@@ -11,7 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <span>
 
 #include "testing/testing.h"
 
@@ -305,6 +307,47 @@ TEST_F(SafetensorsTest, FailedSaveLeavesThePreviousFileIntact) {
   save_safetensors(target, {{"w", Tensor::scalar(5.0f)}});
   EXPECT_EQ(load_safetensors(target).at("w").item(), 5.0f);
   EXPECT_EQ(listing(), (std::vector<std::string>{"adir", "ckpt.safetensors"}));
+}
+
+TEST_F(SafetensorsTest, BytesOverloadMatchesTheFileReader) {
+  save_safetensors(path("ok"), {{"w", testing::random_tensor({3, 2}, 3)}}, {{"k", "v"}});
+  const std::string good = read_bytes(path("ok"));
+  const std::vector<std::string> cases = {
+      good,
+      good.substr(0, 5),
+      good.substr(0, good.size() - 3),
+      good + "x",
+      file_with(R"({"a":)", ""),
+      file_with(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "abcdefgh"),
+      file_with(R"({"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})", "abcd"),
+      le64(std::uint64_t{1} << 40) + "{}"};
+  // Each case gives the same tensors, or the same message (less its "[at file:line]").
+  const auto outcome = [](const std::function<SafetensorsFile()>& load) -> std::string {
+    try {
+      const SafetensorsFile f = load();
+      std::string out;
+      for (const NamedTensor& t : f.tensors) {
+        const std::size_t n =
+            static_cast<std::size_t>(t.tensor.numel()) * dtype_size(t.tensor.dtype());
+        out += t.name + shape_str(t.tensor.shape()) +
+               std::string(static_cast<const char*>(t.tensor.raw()), n);
+      }
+      for (const auto& [k, v] : f.metadata) out += k + "=" + v;
+      return out;
+    } catch (const IoError& e) {
+      const std::string msg = e.what();
+      return "IoError " + msg.substr(0, msg.find(" [at "));
+    }
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    write_bytes(path("case"), cases[i]);
+    const std::string from_file = outcome([&] { return load_safetensors(path("case")); });
+    const std::span<const std::uint8_t> bytes(
+        reinterpret_cast<const std::uint8_t*>(cases[i].data()), cases[i].size());
+    EXPECT_EQ(outcome([&] { return load_safetensors_bytes(bytes, path("case")); }), from_file)
+        << "case " << i;
+    EXPECT_EQ(from_file.rfind("IoError", 0) == 0, i > 0) << "case " << i << ": " << from_file;
+  }
 }
 
 TEST_F(SafetensorsTest, SavesCudaTensors) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "epoch/tensor/tensor.h"
@@ -18,5 +19,9 @@ inline constexpr std::int64_t kMaxIdxElements = std::int64_t{1} << 31;
 /// a truncated header or payload (with expected vs actual bytes), trailing bytes, corrupt
 /// gzip data, or dims over kMaxIdxElements elements.
 Tensor read_idx(const std::string& path);
+
+/// read_idx over bytes already in memory (raw or gzip; the same checks and messages, `name` in
+/// place of the path).
+Tensor read_idx_bytes(std::span<const std::uint8_t> bytes, const std::string& name);
 
 }  // namespace epoch::data

@@ -3,7 +3,9 @@
 // Saving is atomic: a crash or failure never leaves a half-written file under the target name.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,5 +47,10 @@ void save_safetensors(const std::string& path, const std::vector<NamedTensor>& t
 /// Throws IoError (one line naming the file and the problem) for a missing or unreadable file,
 /// a malformed or hostile header, unknown dtypes, inconsistent shapes/offsets, or trailing bytes.
 SafetensorsFile load_safetensors(const std::string& path);
+
+/// load_safetensors over bytes already in memory (the same checks and messages, `name` in
+/// place of the path); what load_safetensors runs after opening the file.
+SafetensorsFile load_safetensors_bytes(std::span<const std::uint8_t> bytes,
+                                       const std::string& name);
 
 }  // namespace epoch
