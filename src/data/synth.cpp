@@ -1024,6 +1024,8 @@ SynthSummary write_synth_dataset(const SynthConfig& config) {
   summary.train_images = train_n;
   summary.val_images = val_n;
   summary.class_names = names;
+  summary.width = width;
+  summary.height = height;
   for (std::int64_t b : bytes) summary.bytes += b;
   if (binary) {
     const fs::path bin = out / "cifar-10-batches-bin";

@@ -172,5 +172,40 @@ TEST(Cli, ModelsInfoAndBench) {
   expect_one_line_error(run_epoch("bench --steps 3", dir), 1, "--steps");
 }
 
+TEST(Cli, DataSynthWritesADatasetAndRejectsBadArguments) {
+  testing::TempDir dir;
+  const std::string out = dir / "cd";
+  const CommandResult j = run_epoch("data synth --kind catdog --count 4 --val-count 2 --size 64x48 "
+                                    "--threads 1 --json --out " + out, dir);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  ASSERT_EQ(count_lines(j.out), 1) << j.out;
+  const auto summary = nlohmann::json::parse(j.out);
+  EXPECT_EQ(summary["train_images"].get<int>(), 4);
+  EXPECT_EQ(summary["val_images"].get<int>(), 2);
+  EXPECT_EQ(summary["width"].get<int>(), 64);
+  EXPECT_EQ(summary["height"].get<int>(), 48);
+  EXPECT_GT(summary["bytes"].get<double>(), 0.0);
+  for (const char* f : {"train/cat/cat.1.jpg", "train/dog/dog.1.jpg", "validation/dog/dog.2.jpg"})
+    EXPECT_TRUE(std::ifstream(out + "/" + f).good()) << f;
+
+  const CommandResult t = run_epoch("data synth --kind cifar10 --count 10 --out " + (dir / "c10"), dir);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(count_lines(t.out), 1) << t.out;
+  EXPECT_NE(t.out.find("10 train + 2 validation images, 10 classes"), std::string::npos) << t.out;
+  EXPECT_TRUE(std::ifstream(dir / "c10/cifar-10-batches-bin/test_batch.bin").good());
+
+  expect_one_line_error(run_epoch("data synth --kind catdog --count 4 --out " + out, dir), 1,
+                        "already exists");
+  expect_one_line_error(
+      run_epoch("data synth --kind catdog --size 64by48 --out " + (dir / "s"), dir), 1,
+      "--size: expected WIDTHxHEIGHT");
+  expect_one_line_error(run_epoch("data synth --kind catdog --size 4x4 --out " + (dir / "s"), dir),
+                        1, "4x4");
+  expect_one_line_error(run_epoch("data synth --kind zebra --out " + (dir / "s"), dir), 1,
+                        "unknown synth kind 'zebra'");
+  expect_one_line_error(run_epoch("data synth --kind catdog", dir), 2, "--out");
+  expect_one_line_error(run_epoch("data", dir), 2, "subcommand");
+}
+
 }  // namespace
 }  // namespace epoch

@@ -40,7 +40,8 @@ Image draw_synth_image(const std::string& kind, std::int64_t label, std::int64_t
                        std::uint64_t seed, std::int64_t width, std::int64_t height);
 
 struct SynthSummary {
-  std::int64_t train_images = 0, val_images = 0, bytes = 0;
+  std::int64_t train_images = 0, val_images = 0, bytes = 0;  // bytes: every file written
+  std::int64_t width = 0, height = 0;  // the image size (imagenet: the centre of its range)
   std::vector<std::string> class_names;
 };
 
