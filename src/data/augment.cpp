@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <sstream>
 #include <vector>
@@ -566,8 +565,10 @@ Affine2D base_transform(const Preprocessing& pre, std::int64_t src_width, std::i
   EPOCH_CHECK(src_width > 0 && src_height > 0 && pre.width > 0 && pre.height > 0,
               "base_transform: source ", src_width, "x", src_height, " and output ", pre.width, "x",
               pre.height, " must be non-empty");
+  // center_crop stretches the whole source when it is smaller than the output in either
+  // dimension (TensorFlow would pad instead).
   if (pre.resize == "center_crop" && src_width >= pre.width && src_height >= pre.height) {
-    // The central window, its offset rounded down (TensorFlow's crop_to_bounding_box).
+    // The central window, its offset rounded down (TensorFlow's resize_image_with_crop_or_pad).
     return {1, 0, static_cast<double>((src_width - pre.width) / 2),
             0, 1, static_cast<double>((src_height - pre.height) / 2)};
   }
@@ -607,10 +608,12 @@ Affine2D sample_augmentation(const AugmentConfig& cfg, const Preprocessing& pre,
     map = base_transform(pre, src_width, src_height);
   }
 
-  // 2. Keras's apply_affine_transform about the frame's centre. Keras composes, in (row, col)
-  // coordinates, rotation . shift . shear . zoom (output -> input); here in (x, y) = (col, row):
-  // q_in = R (S Z q + t) with q relative to the centre ((w-1)/2, (h-1)/2) (Keras offsets by
-  // h/2 + 0.5, one pixel off the true centre; the true centre is used here).
+  // 2. Keras's apply_affine_transform about the frame's centre. Being composed with the crop,
+  // points that leave the frame read the source beyond it (real pixels, not the frame's edge).
+  // Keras composes, in (row, col) coordinates, rotation . shift . shear . zoom (output -> input);
+  // here in (x, y) = (col, row): q_in = R (S Z q + t) with q relative to the centre ((w-1)/2,
+  // (h-1)/2) (Keras offsets by h/2 + 0.5, one pixel off the true centre; the true centre is used
+  // here).
   if (cfg.rotation_deg != 0 || cfg.width_shift != 0 || cfg.height_shift != 0 || cfg.shear != 0 ||
       cfg.zoom != 0) {
     double theta = 0, tx = 0, ty = 0, shear = 0, zx = 1, zy = 1;
@@ -713,8 +716,11 @@ void transform_sample(const ImageView& src, const Preprocessing& pre, const Augm
   const Affine2D map = augmenting
                            ? sample_augmentation(*augment, pre, src.width, src.height, rng, ph)
                            : base_transform(pre, src.width, src.height);
+  // A padded crop's padding is 0, so its whole warp fills with 0 (the rim of a Keras transform
+  // on top of it included).
   const bool fill_constant =
       augmenting && (augment->fill_mode == "constant" || augment->crop_padding > 0);
+  // Brightness and contrast are not clamped to 0-255 (TensorFlow on float images does not).
   const bool photometric = ph.brightness_delta != 0 || ph.contrast_factor != 1;
   const std::int64_t channels = pre.channels, plane = pre.height * pre.width;
 
