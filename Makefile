@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build train test test-asan bench clean
+.PHONY: all deps configure build train test test-asan fuzz bench clean
 
 all: build
 
@@ -31,5 +31,26 @@ test-asan: deps
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L cpu -LE slow
 
+# libFuzzer runs of the parsers (JPEG/PNG decoding, IDX, safetensors), built with clang,
+# ASan and UBSan in build-fuzz: FUZZ_SECONDS per target, starting from the seed corpora in
+# tests/fuzz/corpus (copied to build-fuzz/corpus/<target>, where new inputs accumulate across
+# runs). A finding stops the run and leaves its input in build-fuzz/artifacts/<target>/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors
+
+fuzz: deps
+	@command -v clang++ >/dev/null || { echo "make fuzz needs clang: apt-get install clang"; exit 1; }
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DEPOCH_FUZZ=ON -DEPOCH_CUDA=OFF \
+	  -DEPOCH_ONEDNN=OFF -DEPOCH_BUILD_BENCHMARKS=OFF
+	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t build-fuzz/artifacts/$$t; \
+	  cp tests/fuzz/corpus/$$t/* build-fuzz/corpus/$$t/; \
+	  echo "== $$t: $(FUZZ_SECONDS) s"; \
+	  build-fuzz/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/$$t/ build-fuzz/corpus/$$t; \
+	done
+
 clean:
-	rm -rf $(BUILD_DIR) build-asan
+	rm -rf $(BUILD_DIR) build-asan build-fuzz

@@ -19,6 +19,18 @@ set_target_properties(epoch_turbojpeg PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${TURBOJPEG_INCLUDE_DIR}"
   INTERFACE_LINK_LIBRARIES "${TURBOJPEG_LIBRARY}")
 
+# Fuzzing (make fuzz): libFuzzer comes with clang; every target is instrumented for coverage
+# and built with AddressSanitizer and UndefinedBehaviorSanitizer.
+option(EPOCH_FUZZ "Build the libFuzzer targets in tests/fuzz (needs clang)" OFF)
+if(EPOCH_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "EPOCH_FUZZ needs clang for libFuzzer: -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
 set(EPOCH_WITH_ONEDNN 0)
 if(EPOCH_ONEDNN)
   find_package(dnnl REQUIRED)

@@ -8,18 +8,18 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <source_location>
 #include <span>
 #include <vector>
 
 namespace epoch::data {
 namespace {
 
-/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses.
+/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses. The caller's
+/// file and line come from __builtin_FILE/LINE (GCC and clang): clang 14 cannot compile
+/// libstdc++ 12's std::source_location.
 [[noreturn]] void fail(const std::string& path, const std::string& problem,
-                       std::source_location at = std::source_location::current()) {
-  throw IoError(path + ": " + problem + " [at " + at.file_name() + ":" +
-                std::to_string(at.line()) + "]");
+                       const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  throw IoError(path + ": " + problem + " [at " + file + ":" + std::to_string(line) + "]");
 }
 
 std::string hex_byte(unsigned v) {

@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <source_location>
 #include <span>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -30,11 +29,12 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the limit other readers apply too
 constexpr const char* kMetadataKey = "__metadata__";
 
-/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses.
+/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses. The caller's
+/// file and line come from __builtin_FILE/LINE (GCC and clang): clang 14 cannot compile
+/// libstdc++ 12's std::source_location.
 [[noreturn]] void fail(const std::string& path, const std::string& problem,
-                       std::source_location at = std::source_location::current()) {
-  throw IoError(path + ": " + problem + " [at " + at.file_name() + ":" +
-                std::to_string(at.line()) + "]");
+                       const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  throw IoError(path + ": " + problem + " [at " + file + ":" + std::to_string(line) + "]");
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
