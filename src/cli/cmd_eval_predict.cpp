@@ -16,7 +16,7 @@ namespace {
 
 struct EvalOptions {
   std::string checkpoint, data;
-  std::int64_t batch_size = 1000;
+  std::int64_t batch_size = 0;  // 0: auto
   std::int64_t limit = 0;
   int threads = 0;
   bool json = false;
@@ -34,7 +34,8 @@ int run_eval(const EvalOptions& o) {
   if (o.limit > 0) c.limit_test = o.limit;
   const train::TrainingData data = train::open_training_data(c, t.model.spec);
   data::LoaderConfig config;
-  config.batch_size = o.batch_size;
+  config.batch_size =
+      o.batch_size > 0 ? o.batch_size : train::auto_eval_batch_size(t.model.spec, c.batch_size);
   config.workers = train::resolve_workers(c, data);
   config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
   data::Loader loader(*data.val, t.preprocessing, std::nullopt, config, stderr);
@@ -85,7 +86,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the test split");
   cmd->add_option("checkpoint", o->checkpoint, "A checkpoint written by epoch train")->required();
   cmd->add_option("--data", o->data, "Data to evaluate on, as train --data (default: the run's validation data)");
-  cmd->add_option("--batch-size", o->batch_size, "Samples per batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", o->batch_size, "Samples per batch (default: about 1M input values)")->check(CLI::PositiveNumber);
   cmd->add_option("--limit", o->limit, "Evaluate only the first N samples")->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print one JSON line");

@@ -137,14 +137,28 @@ Preprocessing Preprocessing::for_dataset(const ImageDataset& dataset, bool norma
 void finish_sample(const Preprocessing& p, float* x) {
   const std::int64_t plane = p.height * p.width, n = p.channels * plane;
   if (p.standardize) {
-    // Fixed-order double sums: the same result on every thread count.
-    double sum = 0.0, sum_sq = 0.0;
-    for (std::int64_t k = 0; k < n; ++k) sum += x[k];
+    // Eight interleaved double partial sums in a fixed pattern (vectorizable, and the same
+    // result on every thread count and worker), then combined in a fixed order.
+    constexpr int kLanes = 8;
+    double part[kLanes] = {}, part_sq[kLanes] = {};
+    const std::int64_t body = n - n % kLanes;
+    for (std::int64_t k = 0; k < body; k += kLanes)
+      for (int l = 0; l < kLanes; ++l) part[l] += x[k + l];
+    for (std::int64_t k = body; k < n; ++k) part[k - body] += x[k];
+    double sum = 0.0;
+    for (int l = 0; l < kLanes; ++l) sum += part[l];
     const double mean = sum / static_cast<double>(n);
-    for (std::int64_t k = 0; k < n; ++k) {
+    for (std::int64_t k = 0; k < body; k += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const double d = x[k + l] - mean;
+        part_sq[l] += d * d;
+      }
+    for (std::int64_t k = body; k < n; ++k) {
       const double d = x[k] - mean;
-      sum_sq += d * d;
+      part_sq[k - body] += d * d;
     }
+    double sum_sq = 0.0;
+    for (int l = 0; l < kLanes; ++l) sum_sq += part_sq[l];
     const double sd = std::max(std::sqrt(sum_sq / static_cast<double>(n)),
                                1.0 / std::sqrt(static_cast<double>(n)));
     const float m = static_cast<float>(mean), inv = static_cast<float>(1.0 / sd);

@@ -174,7 +174,7 @@ std::string default_run_dir(const std::string& model) {
 void check_config(const TrainConfig& c) {
   if (c.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.epochs);
   if (c.batch_size < 1) EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.batch_size);
-  if (c.eval_batch_size < 1) EPOCH_THROW(ConfigError, "eval batch size must be at least 1");
+  if (c.eval_batch_size < 0) EPOCH_THROW(ConfigError, "eval batch size must be >= 0 (0: auto)");
   if (!(c.optimizer.lr > 0.0f) || !std::isfinite(c.optimizer.lr))
     EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
   if (c.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.threads);
@@ -296,7 +296,8 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   Progress progress(progress_out, c.progress_interactive);
   data::Loader loader(*data.train, pre, c.augment, loader_config, warnings);
   data::LoaderConfig eval_config = loader_config;
-  eval_config.batch_size = c.eval_batch_size;
+  eval_config.batch_size =
+      c.eval_batch_size > 0 ? c.eval_batch_size : auto_eval_batch_size(spec, c.batch_size);
   data::Loader eval_loader(*data.val, pre, std::nullopt, eval_config, warnings);
 
   double train_seconds = 0.0, wait_seconds = 0.0;

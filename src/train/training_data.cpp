@@ -153,6 +153,11 @@ data::Preprocessing preprocessing_for(const TrainConfig& c, const models::ModelS
   return p;
 }
 
+std::int64_t auto_eval_batch_size(const models::ModelSpec& spec, std::int64_t train_batch) {
+  const std::int64_t values = spec.input[0] * spec.input[1] * spec.input[2];
+  return std::max(train_batch, std::min<std::int64_t>(1000, (std::int64_t{1} << 20) / values));
+}
+
 int resolve_workers(const TrainConfig& c, const TrainingData& d) {
   if (c.workers >= 0) return c.workers;
   return d.from_files() ? 1 : 0;

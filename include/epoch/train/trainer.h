@@ -61,7 +61,8 @@ struct TrainConfig {
   /// limit). The schedule still spans `epochs`, so a later --resume continues it exactly.
   std::int64_t stop_after_epochs = 0;
   Determinism determinism = Determinism::reproducible;
-  std::int64_t eval_batch_size = 1000;
+  /// Samples per evaluation batch; 0: auto_eval_batch_size (training_data.h).
+  std::int64_t eval_batch_size = 0;
   std::int64_t log_every = 50;    // steps between metrics.jsonl step records
   std::int64_t limit_train = 0;   // use only the first N training samples (0: all)
   std::int64_t limit_test = 0;    // use only the first N test samples (0: all)

@@ -30,6 +30,10 @@ TrainingData open_training_data(const TrainConfig& config, const models::ModelSp
 /// The preprocessing of a model's inputs under `config` (size from the model's spec).
 data::Preprocessing preprocessing_for(const TrainConfig& config, const models::ModelSpec& spec);
 
+/// The evaluation batch when none is given: about 1M input values (1000 Fashion-MNIST images,
+/// 85 of catdog's), at least `train_batch`, so large inputs need no gigabytes of activations.
+std::int64_t auto_eval_batch_size(const models::ModelSpec& spec, std::int64_t train_batch);
+
 /// Loader workers for --workers -1 (auto): 1 for image files, 0 for in-memory data.
 int resolve_workers(const TrainConfig& config, const TrainingData& data);
 
