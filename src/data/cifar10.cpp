@@ -12,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <source_location>
 #include <utility>
 
 #include "epoch/tensor/error.h"
@@ -26,11 +25,11 @@ constexpr std::int64_t kPixelBytes = 3 * 32 * 32;        // one image, channel-p
 constexpr std::int64_t kRecordBytes = 1 + kPixelBytes;   // label byte + pixels
 constexpr int kMaxTrainFiles = 5;
 
-/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses.
+/// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses (the builtins,
+/// not std::source_location, which the fuzz build's clang cannot compile with libstdc++).
 [[noreturn]] void fail(const std::string& path, const std::string& problem,
-                       std::source_location at = std::source_location::current()) {
-  throw IoError(path + ": " + problem + " [at " + at.file_name() + ":" +
-                std::to_string(at.line()) + "]");
+                       const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  throw IoError(path + ": " + problem + " [at " + file + ":" + std::to_string(line) + "]");
 }
 
 std::string errno_text(int err) { return std::strerror(err); }

@@ -166,5 +166,25 @@ int main(int argc, char** argv) {
   epoch::save_safetensors(tmp.string(), {});
   save(st_dir / "empty.safetensors", read_all(tmp));
   fs::remove(tmp);
+
+  const fs::path cifar_dir = root / "fuzz_cifar10";
+  fs::create_directories(cifar_dir);
+  auto record = [](int label, int seed) {  // label byte + 3072 pixel bytes
+    Bytes r{static_cast<std::uint8_t>(label)};
+    for (int i = 0; i < 3072; ++i)
+      r.push_back(static_cast<std::uint8_t>((seed * 31 + i * 7) % 251));
+    return r;
+  };
+  Bytes two = record(0, 2);
+  const Bytes nine = record(9, 3);
+  two.insert(two.end(), nine.begin(), nine.end());
+  Bytes cut = record(1, 5);
+  const Bytes next = record(2, 6);
+  cut.insert(cut.end(), next.begin(), next.begin() + (4000 - 3073));
+  save(cifar_dir / "one_record.bin", record(3, 1));
+  save(cifar_dir / "two_records.bin", two);
+  save(cifar_dir / "label_10.bin", record(10, 4));
+  save(cifar_dir / "truncated.bin", cut);
+  save(cifar_dir / "empty.bin", {});
   return 0;
 }
