@@ -3,9 +3,8 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli/commands.h"
 #include "epoch/data/synth.h"
@@ -40,10 +39,14 @@ void parse_size(const std::string& text, std::int64_t& width, std::int64_t& heig
 std::string human_bytes(std::int64_t bytes) {
   char buf[32];
   const auto b = static_cast<double>(bytes);
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  else if (b >= 1e3) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  else std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
+  if (b >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  else if (b >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  else if (b >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
   return buf;
 }
 
@@ -79,14 +82,14 @@ int run_synth(SynthOptions& o) {
   for (std::size_t i = 0; i < s.class_names.size() && i < 10; ++i)
     names += (i ? ", " : "") + s.class_names[i];
   if (s.class_names.size() > 10) names += ", ...";
-  std::printf("synth %s: %lld train + %lld validation images, %zu classes (%s), %lldx%lld%s, "
-              "%s in %.1f s (%.0f images/s) -> %s%s\n",
-              c.kind.c_str(), static_cast<long long>(s.train_images),
-              static_cast<long long>(s.val_images), s.class_names.size(), names.c_str(),
-              static_cast<long long>(s.width), static_cast<long long>(s.height),
-              c.kind == "imagenet" ? " +-25%" : "", human_bytes(s.bytes).c_str(), seconds, rate,
-              c.out_dir.c_str(),
-              c.kind == "cifar10" && c.cifar_binary ? " (and cifar-10-batches-bin/)" : "");
+  std::printf(
+      "synth %s: %lld train + %lld validation images, %zu classes (%s), %lldx%lld%s, "
+      "%s in %.1f s (%.0f images/s) -> %s%s\n",
+      c.kind.c_str(), static_cast<long long>(s.train_images), static_cast<long long>(s.val_images),
+      s.class_names.size(), names.c_str(), static_cast<long long>(s.width),
+      static_cast<long long>(s.height), c.kind == "imagenet" ? " +-25%" : "",
+      human_bytes(s.bytes).c_str(), seconds, rate, c.out_dir.c_str(),
+      c.kind == "cifar10" && c.cifar_binary ? " (and cifar-10-batches-bin/)" : "");
   return 0;
 }
 
@@ -101,8 +104,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
       "synth", "Write a drawn image dataset: out/train/<class>/*.jpg and out/validation/...");
   synth->add_option("--kind", c.kind, "catdog (500x375), cifar10 (32x32) or imagenet (256x256)")
       ->required();
-  synth->add_option("--out", c.out_dir, "Output folder (must not hold train/ already)")
-      ->required();
+  synth->add_option("--out", c.out_dir, "Output folder (must not hold train/ already)")->required();
   synth->add_option("--count", c.count, "Training images, spread evenly over the classes")
       ->capture_default_str();
   synth->add_option("--val-count", c.val_count, "Validation images (default: count / 5)");

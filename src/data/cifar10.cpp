@@ -21,8 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::int64_t kPixelBytes = 3 * 32 * 32;        // one image, channel-planar
-constexpr std::int64_t kRecordBytes = 1 + kPixelBytes;   // label byte + pixels
+constexpr std::int64_t kPixelBytes = 3 * 32 * 32;       // one image, channel-planar
+constexpr std::int64_t kRecordBytes = 1 + kPixelBytes;  // label byte + pixels
 constexpr int kMaxTrainFiles = 5;
 
 /// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses (the builtins,
@@ -55,7 +55,8 @@ void check_record_bytes(const std::string& name, std::uint64_t size) {
   if (size == 0) fail(name, "empty file, expected 3073-byte CIFAR-10 records");
   if (size % kRecordBytes != 0)
     fail(name, "truncated: " + std::to_string(size) + " bytes is not a multiple of " +
-                   std::to_string(kRecordBytes) + " (CIFAR-10 records are 1 label byte + 3072 "
+                   std::to_string(kRecordBytes) +
+                   " (CIFAR-10 records are 1 label byte + 3072 "
                    "pixel bytes)");
 }
 
@@ -75,7 +76,7 @@ void check_labels(const std::string& name, const std::uint8_t* records,  // (n, 
 /// (3, 32, 32) order.
 void unpack_records(const std::uint8_t* records,  // (n, 3073)
                     std::int64_t n,
-                    std::uint8_t* images,  // (n, 3, 32, 32)
+                    std::uint8_t* images,    // (n, 3, 32, 32)
                     std::int32_t* labels) {  // (n)
 #pragma omp parallel for schedule(static) if (n > 256)
   for (std::int64_t r = 0; r < n; ++r) {
@@ -166,8 +167,7 @@ void write_atomic(const std::string& target, const std::uint8_t* bytes, std::siz
 }  // namespace
 
 std::vector<std::string> cifar10_class_names() {
-  return {"airplane", "automobile", "bird", "cat", "deer",
-          "dog",      "frog",       "horse", "ship", "truck"};
+  return {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
 }
 
 ImageDataset parse_cifar10_records(std::span<const std::uint8_t> bytes, const std::string& name) {

@@ -30,7 +30,7 @@ using draw::Rgb;
 using draw::Vec2;
 
 constexpr float kPi = 3.14159265358979f;
-constexpr std::int64_t kMinSize = 8, kMaxSize = 8192;
+constexpr std::int64_t kMinSize = 8, kMaxSize = 4096;  // a 4096^2 canvas is 200 MB of floats
 constexpr std::int64_t kMaxImagenetClasses = 1000;
 
 float deg(float d) { return d * kPi / 180.0f; }
@@ -52,7 +52,11 @@ Rgb scale(Rgb c, float s) { return c * s; }
 class Frame {
  public:
   Frame(Vec2 centre, float unit, float angle, bool flip)
-      : c_(centre), unit_(unit), angle_(angle), cs_(std::cos(angle)), sn_(std::sin(angle)),
+      : c_(centre),
+        unit_(unit),
+        angle_(angle),
+        cs_(std::cos(angle)),
+        sn_(std::sin(angle)),
         flip_(flip) {}
 
   Vec2 at(float x, float y) const {
@@ -82,8 +86,7 @@ class Frame {
   void circle(Canvas& cv, float x, float y, float r, const Paint& p, float alpha = 1.0f) const {
     ellipse(cv, x, y, r, r, 0.0f, p, alpha);
   }
-  void poly(Canvas& cv, std::initializer_list<Vec2> pts, const Paint& p,
-            float alpha = 1.0f) const {
+  void poly(Canvas& cv, std::initializer_list<Vec2> pts, const Paint& p, float alpha = 1.0f) const {
     Vec2 px[8];
     std::size_t n = 0;
     for (const Vec2& q : pts)
@@ -248,8 +251,7 @@ void paint_scene(Canvas& cv, RandomStream& rng, Scene scene, float horizon) {
       for (int i = 0; i < 12; ++i) {  // wave glints
         const Vec2 p{rng.uniform(0, w), rng.uniform(horizon, h)};
         const float len = rng.uniform(0.03f, 0.12f) * w;
-        draw::fill_capsule(cv, p, p + Vec2{len, 0}, 0.006f * m, Paint::of({235, 240, 245}),
-                           0.45f);
+        draw::fill_capsule(cv, p, p + Vec2{len, 0}, 0.006f * m, Paint::of({235, 240, 245}), 0.45f);
       }
       return;
     }
@@ -298,13 +300,20 @@ draw::Finish lighting(RandomStream& rng, std::int64_t downsample) {
 /// Fur colours shared by both classes, so colour alone never tells them apart.
 Rgb fur_colour(RandomStream& rng) {
   switch (rng.below(7)) {
-    case 0: return draw_hsv(rng, 20, 35, 0.55f, 0.8f, 0.75f, 0.95f);   // ginger
-    case 1: return draw_hsv(rng, 18, 32, 0.45f, 0.7f, 0.35f, 0.55f);   // brown
-    case 2: return draw_hsv(rng, 0, 360, 0.0f, 0.08f, 0.45f, 0.7f);    // grey
-    case 3: return draw_hsv(rng, 0, 360, 0.0f, 0.15f, 0.1f, 0.22f);    // black
-    case 4: return draw_hsv(rng, 30, 50, 0.0f, 0.1f, 0.88f, 0.97f);    // white
-    case 5: return draw_hsv(rng, 32, 42, 0.25f, 0.45f, 0.75f, 0.9f);   // cream
-    default: return draw_hsv(rng, 38, 46, 0.5f, 0.75f, 0.7f, 0.88f);   // golden
+    case 0:
+      return draw_hsv(rng, 20, 35, 0.55f, 0.8f, 0.75f, 0.95f);  // ginger
+    case 1:
+      return draw_hsv(rng, 18, 32, 0.45f, 0.7f, 0.35f, 0.55f);  // brown
+    case 2:
+      return draw_hsv(rng, 0, 360, 0.0f, 0.08f, 0.45f, 0.7f);  // grey
+    case 3:
+      return draw_hsv(rng, 0, 360, 0.0f, 0.15f, 0.1f, 0.22f);  // black
+    case 4:
+      return draw_hsv(rng, 30, 50, 0.0f, 0.1f, 0.88f, 0.97f);  // white
+    case 5:
+      return draw_hsv(rng, 32, 42, 0.25f, 0.45f, 0.75f, 0.9f);  // cream
+    default:
+      return draw_hsv(rng, 38, 46, 0.5f, 0.75f, 0.7f, 0.88f);  // golden
   }
 }
 
@@ -318,8 +327,8 @@ struct Face {
 Paint head_paint(const Face& face, RandomStream& rng) {
   const float a = rng.uniform(0, 2 * kPi);
   const float lift = rng.uniform(1.05f, 1.2f), shade = rng.uniform(0.7f, 0.9f);
-  return face.f.gradient(scale(face.fur, lift), scale(face.fur, shade), std::cos(a),
-                         std::sin(a), -std::cos(a), -std::sin(a));
+  return face.f.gradient(scale(face.fur, lift), scale(face.fur, shade), std::cos(a), std::sin(a),
+                         -std::cos(a), -std::sin(a));
 }
 
 /// A patch of the second fur colour, clipped to the head ellipse.
@@ -329,8 +338,8 @@ void head_patch(Canvas& cv, const Face& face, RandomStream& rng, const draw::Ell
   const float a = rng.uniform(0, kPi);
   const draw::EllipseSdf patch(face.f.ellipse_px(x, y, rx, ry, a));
   const draw::EllipseSdf clip(head);
-  cv.fill(patch.box(), [&](Vec2 p) { return std::max(patch(p), clip(p)); },
-          Paint::of(face.fur2));
+  cv.fill(
+      patch.box(), [&](Vec2 p) { return std::max(patch(p), clip(p)); }, Paint::of(face.fur2));
 }
 
 /// A body below the head (both classes alike).
@@ -370,7 +379,8 @@ void draw_cat(Canvas& cv, const Face& face, RandomStream& rng) {
     for (int k = -1; k <= 1; ++k) {
       const float x = 0.18f * static_cast<float>(k);
       const draw::CapsuleSdf s(f.at(x, -0.85f), f.at(x * 0.7f, -0.5f), f.len(0.045f));
-      cv.fill(s.box(), [&](Vec2 p) { return std::max(s(p), clip(p)); }, Paint::of(c));
+      cv.fill(
+          s.box(), [&](Vec2 p) { return std::max(s(p), clip(p)); }, Paint::of(c));
     }
   }
   const float nose_y = rng.uniform(0.12f, 0.22f);
@@ -385,10 +395,14 @@ void draw_cat(Canvas& cv, const Face& face, RandomStream& rng) {
   const float tilt = rng.uniform(0.12f, 0.35f);
   const Rgb iris = [&] {
     switch (rng.below(4)) {
-      case 0: return draw_hsv(rng, 75, 110, 0.55f, 0.9f, 0.6f, 0.9f);
-      case 1: return draw_hsv(rng, 45, 58, 0.6f, 0.9f, 0.75f, 0.95f);
-      case 2: return draw_hsv(rng, 28, 40, 0.6f, 0.9f, 0.65f, 0.9f);
-      default: return draw_hsv(rng, 190, 210, 0.4f, 0.8f, 0.7f, 0.95f);
+      case 0:
+        return draw_hsv(rng, 75, 110, 0.55f, 0.9f, 0.6f, 0.9f);
+      case 1:
+        return draw_hsv(rng, 45, 58, 0.6f, 0.9f, 0.75f, 0.95f);
+      case 2:
+        return draw_hsv(rng, 28, 40, 0.6f, 0.9f, 0.65f, 0.9f);
+      default:
+        return draw_hsv(rng, 190, 210, 0.4f, 0.8f, 0.7f, 0.95f);
     }
   }();
   const float slit = rng.uniform(0.025f, 0.06f);
@@ -401,8 +415,8 @@ void draw_cat(Canvas& cv, const Face& face, RandomStream& rng) {
     f.circle(cv, side * ex + 0.05f, ey - ery * 0.35f, 0.03f, Paint::of({250, 250, 250}));
   }
   // Small downward triangle nose, the mouth below it, whiskers.
-  const Rgb nose = chance(rng, 0.7f) ? draw_hsv(rng, 345, 360, 0.35f, 0.6f, 0.7f, 0.9f)
-                                      : scale(dark, 1.5f);
+  const Rgb nose =
+      chance(rng, 0.7f) ? draw_hsv(rng, 345, 360, 0.35f, 0.6f, 0.7f, 0.9f) : scale(dark, 1.5f);
   const float nw = rng.uniform(0.07f, 0.11f);
   f.poly(cv, {{-nw, nose_y - 0.05f}, {nw, nose_y - 0.05f}, {0, nose_y + 0.06f}}, Paint::of(nose));
   const float lw = rng.uniform(0.012f, 0.02f);
@@ -430,9 +444,12 @@ void draw_dog(Canvas& cv, const Face& face, RandomStream& rng) {
   // Floppy ears hanging down the sides, their lower ends swinging out.
   const Rgb ear = [&] {
     switch (rng.below(3)) {
-      case 0: return scale(face.fur, rng.uniform(0.45f, 0.7f));
-      case 1: return face.fur2;
-      default: return scale(face.fur, 0.85f);
+      case 0:
+        return scale(face.fur, rng.uniform(0.45f, 0.7f));
+      case 1:
+        return face.fur2;
+      default:
+        return scale(face.fur, 0.85f);
     }
   }();
   const float ear_x = rng.uniform(0.78f, 0.95f), ear_y = rng.uniform(-0.05f, 0.2f);
@@ -440,8 +457,7 @@ void draw_dog(Canvas& cv, const Face& face, RandomStream& rng) {
   for (const float side : {-1.0f, 1.0f}) {
     const float swing = rng.uniform(0.1f, 0.45f);
     f.ellipse(cv, side * ear_x, ear_y, ear_ry, ear_rx, kPi / 2 - side * swing,
-              f.gradient(scale(ear, 1.1f), scale(ear, 0.8f), 0, ear_y - ear_ry, 0,
-                         ear_y + ear_ry));
+              f.gradient(scale(ear, 1.1f), scale(ear, 0.8f), 0, ear_y - ear_ry, 0, ear_y + ear_ry));
   }
   // Round eyes with a highlight, sometimes on white, sometimes with brows.
   const float ex = rng.uniform(0.28f, 0.4f), ey = rng.uniform(-0.32f, -0.15f);
@@ -461,8 +477,8 @@ void draw_dog(Canvas& cv, const Face& face, RandomStream& rng) {
   const float my = rng.uniform(0.32f, 0.45f);
   const float mrx = rng.uniform(0.42f, 0.55f), mry = rng.uniform(0.28f, 0.36f);
   const Rgb muzzle = draw::mix(face.fur, {238, 228, 210}, rng.uniform(0.3f, 0.8f));
-  f.ellipse(cv, 0, my, mrx, mry, 0, f.gradient(muzzle, scale(muzzle, 0.85f), 0, my - mry, 0,
-                                                my + mry));
+  f.ellipse(cv, 0, my, mrx, mry, 0,
+            f.gradient(muzzle, scale(muzzle, 0.85f), 0, my - mry, 0, my + mry));
   const float nrx = rng.uniform(0.16f, 0.22f), nry = nrx * rng.uniform(0.6f, 0.75f);
   const float ny = my - mry * 0.45f;
   const Rgb nose = draw_hsv(rng, 0, 360, 0.0f, 0.2f, 0.04f, 0.14f);
@@ -473,7 +489,8 @@ void draw_dog(Canvas& cv, const Face& face, RandomStream& rng) {
     const Rgb tongue = draw_hsv(rng, 345, 360, 0.45f, 0.65f, 0.8f, 0.95f);
     const float tr = rng.uniform(0.1f, 0.15f);
     f.ellipse(cv, 0, mouth_y + tr * 1.1f, tr, tr * 1.4f, 0, Paint::of(tongue));
-    f.line(cv, 0, mouth_y + 0.02f, 0, mouth_y + tr * 1.8f, lw * 0.6f, Paint::of(scale(tongue, 0.75f)));
+    f.line(cv, 0, mouth_y + 0.02f, 0, mouth_y + tr * 1.8f, lw * 0.6f,
+           Paint::of(scale(tongue, 0.75f)));
   }
   f.line(cv, 0, ny, 0, mouth_y, lw, Paint::of(dark));
   for (const float side : {-1.0f, 1.0f})
@@ -517,12 +534,18 @@ void draw_catdog(Canvas& cv, RandomStream& rng, std::int64_t label) {
 
 Rgb vehicle_colour(RandomStream& rng) {
   switch (rng.below(6)) {
-    case 0: return draw_hsv(rng, 350, 370, 0.7f, 0.9f, 0.6f, 0.9f);   // red
-    case 1: return draw_hsv(rng, 205, 230, 0.6f, 0.9f, 0.45f, 0.85f);  // blue
-    case 2: return draw_hsv(rng, 45, 55, 0.7f, 0.9f, 0.8f, 0.95f);     // yellow
-    case 3: return draw_hsv(rng, 0, 360, 0.0f, 0.05f, 0.85f, 0.97f);   // white
-    case 4: return draw_hsv(rng, 0, 360, 0.0f, 0.1f, 0.08f, 0.2f);     // black
-    default: return draw_hsv(rng, 0, 360, 0.0f, 0.08f, 0.55f, 0.75f);  // silver
+    case 0:
+      return draw_hsv(rng, 350, 370, 0.7f, 0.9f, 0.6f, 0.9f);  // red
+    case 1:
+      return draw_hsv(rng, 205, 230, 0.6f, 0.9f, 0.45f, 0.85f);  // blue
+    case 2:
+      return draw_hsv(rng, 45, 55, 0.7f, 0.9f, 0.8f, 0.95f);  // yellow
+    case 3:
+      return draw_hsv(rng, 0, 360, 0.0f, 0.05f, 0.85f, 0.97f);  // white
+    case 4:
+      return draw_hsv(rng, 0, 360, 0.0f, 0.1f, 0.08f, 0.2f);  // black
+    default:
+      return draw_hsv(rng, 0, 360, 0.0f, 0.08f, 0.55f, 0.75f);  // silver
   }
 }
 
@@ -532,16 +555,22 @@ void wheel(Canvas& cv, const Frame& f, float x, float y, float r) {
 }
 
 void airplane(Canvas& cv, const Frame& f, RandomStream& rng) {
-  const Rgb body = chance(rng, 0.8f) ? draw_hsv(rng, 0, 360, 0.0f, 0.1f, 0.6f, 0.95f)
-                                      : vehicle_colour(rng);
+  const Rgb body =
+      chance(rng, 0.8f) ? draw_hsv(rng, 0, 360, 0.0f, 0.1f, 0.6f, 0.95f) : vehicle_colour(rng);
   const Rgb wing = scale(body, 0.85f);
   const float sweep = rng.uniform(0.05f, 0.35f), span = rng.uniform(0.75f, 0.95f);
   for (const float side : {-1.0f, 1.0f}) {
-    f.poly(cv, {{0.2f, side * 0.05f}, {0.2f - sweep, side * span}, {-0.02f - sweep, side * span},
-                {-0.15f, side * 0.05f}},
+    f.poly(cv,
+           {{0.2f, side * 0.05f},
+            {0.2f - sweep, side * span},
+            {-0.02f - sweep, side * span},
+            {-0.15f, side * 0.05f}},
            Paint::of(wing));
-    f.poly(cv, {{-0.62f, side * 0.04f}, {-0.8f, side * 0.33f}, {-0.92f, side * 0.33f},
-                {-0.86f, side * 0.04f}},
+    f.poly(cv,
+           {{-0.62f, side * 0.04f},
+            {-0.8f, side * 0.33f},
+            {-0.92f, side * 0.33f},
+            {-0.86f, side * 0.04f}},
            Paint::of(wing));
     if (chance(rng, 0.5f))
       f.line(cv, 0.05f - sweep * 0.5f, side * 0.4f, -0.12f - sweep * 0.5f, side * 0.4f, 0.06f,
@@ -556,8 +585,13 @@ void automobile(Canvas& cv, const Frame& f, RandomStream& rng) {
   const Paint paint = f.gradient(scale(c, 1.1f), scale(c, 0.75f), 0, -0.45f, 0, 0.35f);
   const float roof = rng.uniform(-0.5f, -0.38f);
   f.poly(cv, {{-0.55f, -0.02f}, {-0.32f, roof}, {0.28f, roof}, {0.55f, -0.02f}}, paint);
-  f.poly(cv, {{-0.95f, -0.05f}, {0.9f, -0.05f}, {0.98f, 0.12f}, {0.95f, 0.3f}, {-0.97f, 0.3f},
-              {-0.98f, 0.05f}},
+  f.poly(cv,
+         {{-0.95f, -0.05f},
+          {0.9f, -0.05f},
+          {0.98f, 0.12f},
+          {0.95f, 0.3f},
+          {-0.97f, 0.3f},
+          {-0.98f, 0.05f}},
          paint);
   const Paint glass = Paint::of({120, 150, 175});
   f.poly(cv, {{-0.45f, -0.06f}, {-0.29f, roof + 0.07f}, {-0.04f, roof + 0.07f}, {-0.04f, -0.06f}},
@@ -570,8 +604,8 @@ void automobile(Canvas& cv, const Frame& f, RandomStream& rng) {
 }
 
 void truck(Canvas& cv, const Frame& f, RandomStream& rng) {
-  const Rgb box = chance(rng, 0.5f) ? draw_hsv(rng, 0, 360, 0.0f, 0.08f, 0.75f, 0.95f)
-                                     : vehicle_colour(rng);
+  const Rgb box =
+      chance(rng, 0.5f) ? draw_hsv(rng, 0, 360, 0.0f, 0.08f, 0.75f, 0.95f) : vehicle_colour(rng);
   const Rgb cab = vehicle_colour(rng);
   const float top = rng.uniform(-0.8f, -0.6f);
   f.poly(cv, {{-0.97f, top}, {0.3f, top}, {0.3f, 0.28f}, {-0.97f, 0.28f}},
@@ -651,10 +685,14 @@ void frog(Canvas& cv, const Frame& f, RandomStream& rng) {
 void horse(Canvas& cv, const Frame& f, RandomStream& rng) {
   const Rgb c = [&] {
     switch (rng.below(4)) {
-      case 0: return draw_hsv(rng, 15, 28, 0.55f, 0.8f, 0.35f, 0.6f);  // bay / chestnut
-      case 1: return draw_hsv(rng, 0, 360, 0.0f, 0.1f, 0.1f, 0.2f);     // black
-      case 2: return draw_hsv(rng, 30, 40, 0.0f, 0.1f, 0.8f, 0.95f);    // white / grey
-      default: return draw_hsv(rng, 25, 35, 0.3f, 0.55f, 0.6f, 0.8f);   // dun
+      case 0:
+        return draw_hsv(rng, 15, 28, 0.55f, 0.8f, 0.35f, 0.6f);  // bay / chestnut
+      case 1:
+        return draw_hsv(rng, 0, 360, 0.0f, 0.1f, 0.1f, 0.2f);  // black
+      case 2:
+        return draw_hsv(rng, 30, 40, 0.0f, 0.1f, 0.8f, 0.95f);  // white / grey
+      default:
+        return draw_hsv(rng, 25, 35, 0.3f, 0.55f, 0.6f, 0.8f);  // dun
     }
   }();
   const Paint fur = Paint::of(c);
@@ -695,15 +733,25 @@ Scene cifar_scene(std::int64_t label, RandomStream& rng) {
   const bool alt = chance(rng, 0.5f);
   if (!usual) return Scene::any;
   switch (label) {
-    case 0: return Scene::sky;
-    case 1: case 9: return Scene::road;
-    case 2: return alt ? Scene::sky : Scene::forest;
-    case 3: return Scene::indoor;
-    case 4: return alt ? Scene::forest : Scene::grass;
-    case 5: return alt ? Scene::indoor : Scene::grass;
-    case 6: return alt ? Scene::grass : Scene::water;
-    case 7: return Scene::grass;
-    default: return Scene::water;
+    case 0:
+      return Scene::sky;
+    case 1:
+    case 9:
+      return Scene::road;
+    case 2:
+      return alt ? Scene::sky : Scene::forest;
+    case 3:
+      return Scene::indoor;
+    case 4:
+      return alt ? Scene::forest : Scene::grass;
+    case 5:
+      return alt ? Scene::indoor : Scene::grass;
+    case 6:
+      return alt ? Scene::grass : Scene::water;
+    case 7:
+      return Scene::grass;
+    default:
+      return Scene::water;
   }
 }
 
@@ -725,14 +773,30 @@ void draw_cifar(Canvas& cv, RandomStream& rng, std::int64_t label) {
   paint_scene(cv, rng, scene, horizon);
   const Frame f(centre, unit, angle, flip);
   switch (label) {
-    case 0: airplane(cv, f, rng); break;
-    case 1: automobile(cv, f, rng); break;
-    case 2: bird(cv, f, rng); break;
-    case 4: deer(cv, f, rng); break;
-    case 6: frog(cv, f, rng); break;
-    case 7: horse(cv, f, rng); break;
-    case 8: ship(cv, f, rng); break;
-    default: truck(cv, f, rng); break;
+    case 0:
+      airplane(cv, f, rng);
+      break;
+    case 1:
+      automobile(cv, f, rng);
+      break;
+    case 2:
+      bird(cv, f, rng);
+      break;
+    case 4:
+      deer(cv, f, rng);
+      break;
+    case 6:
+      frog(cv, f, rng);
+      break;
+    case 7:
+      horse(cv, f, rng);
+      break;
+    case 8:
+      ship(cv, f, rng);
+      break;
+    default:
+      truck(cv, f, rng);
+      break;
   }
 }
 
@@ -754,25 +818,32 @@ float shape_sd(int shape, Vec2 q) {
     return d;
   };
   switch (shape) {
-    case 0: return draw::length(q) - 0.95f;                              // disc
-    case 1: return box(q, 0.78f, 0.78f);                                 // square
-    case 2: return regular(q, 3, 0.5f, kPi / 2);                         // triangle
-    case 3: {                                                            // five-point star
+    case 0:
+      return draw::length(q) - 0.95f;  // disc
+    case 1:
+      return box(q, 0.78f, 0.78f);  // square
+    case 2:
+      return regular(q, 3, 0.5f, kPi / 2);  // triangle
+    case 3: {                               // five-point star
       const float r = draw::length(q);
       const float a = std::atan2(q.y, q.x) + kPi / 2;
       const float sector = 2 * kPi / 5;
       const float t = std::abs(std::fmod(a + 100 * sector, sector) - sector / 2) / (sector / 2);
       return (r - (0.42f + 0.55f * t)) * 0.7f;
     }
-    case 4: return std::min(box(q, 0.9f, 0.28f), box(q, 0.28f, 0.9f));  // plus
-    case 5: return std::abs(draw::length(q) - 0.7f) - 0.25f;             // ring
-    case 6: return regular(q, 6, 0.85f, 0.0f);                           // hexagon
-    case 7: {                                                            // crescent
+    case 4:
+      return std::min(box(q, 0.9f, 0.28f), box(q, 0.28f, 0.9f));  // plus
+    case 5:
+      return std::abs(draw::length(q) - 0.7f) - 0.25f;  // ring
+    case 6:
+      return regular(q, 6, 0.85f, 0.0f);  // hexagon
+    case 7: {                             // crescent
       const Vec2 o{0.45f, -0.2f};
       return std::max(draw::length(q) - 0.95f, -(draw::length(q - o) - 0.8f));
     }
-    case 8: return (std::abs(q.x) * 0.95f + std::abs(q.y) * 0.6f - 0.6f);  // diamond
-    default: {                                                            // three bars
+    case 8:
+      return (std::abs(q.x) * 0.95f + std::abs(q.y) * 0.6f - 0.6f);  // diamond
+    default: {                                                       // three bars
       float d = 1e30f;
       for (const float x : {-0.6f, 0.0f, 0.6f}) d = std::min(d, box(q - Vec2{x, 0}, 0.17f, 0.9f));
       return d;
@@ -786,16 +857,20 @@ float pattern_mix(int pattern, Vec2 q, float freq, float px_per_unit) {
     return std::clamp(0.5f + signed_units * px_per_unit, 0.0f, 1.0f);
   };
   switch (pattern) {
-    case 0: return 0.0f;                                                      // solid
-    case 1: return soft(std::sin(q.x * freq) / freq);                         // stripes
-    case 2: {                                                                 // dots
+    case 0:
+      return 0.0f;  // solid
+    case 1:
+      return soft(std::sin(q.x * freq) / freq);  // stripes
+    case 2: {                                    // dots
       const float cell = 2 * kPi / freq;
       const float fx = q.x / cell - std::floor(q.x / cell) - 0.5f;
       const float fy = q.y / cell - std::floor(q.y / cell) - 0.5f;
       return soft((0.3f - std::sqrt(fx * fx + fy * fy)) * cell);
     }
-    case 3: return soft(std::sin(q.x * freq) * std::sin(q.y * freq) / freq);  // checks
-    default: return soft(std::sin(draw::length(q) * freq) / freq);            // rings
+    case 3:
+      return soft(std::sin(q.x * freq) * std::sin(q.y * freq) / freq);  // checks
+    default:
+      return soft(std::sin(draw::length(q) * freq) / freq);  // rings
   }
 }
 
@@ -837,12 +912,13 @@ void draw_imagenet(Canvas& cv, RandomStream& rng, std::int64_t label) {
     const float px = f.unit();
     const Box box = draw::box_around(centre.x - 1.05f * px * 1.42f, centre.y - 1.05f * px * 1.42f,
                                      centre.x + 1.05f * px * 1.42f, centre.y + 1.05f * px * 1.42f);
-    cv.fill(box, [&](Vec2 p) { return shape_sd(shape, f.local(p)) * px; },
-            [&](Vec2 p) {
-              const Vec2 q = f.local(p);
-              const Rgb c = draw::mix(c0, c1, pattern_mix(pattern, q, freq, px));
-              return c * (1.0f + 0.15f * draw::dot(q, ldir));
-            });
+    cv.fill(
+        box, [&](Vec2 p) { return shape_sd(shape, f.local(p)) * px; },
+        [&](Vec2 p) {
+          const Vec2 q = f.local(p);
+          const Rgb c = draw::mix(c0, c1, pattern_mix(pattern, q, freq, px));
+          return c * (1.0f + 0.15f * draw::dot(q, ldir));
+        });
   }
 }
 
@@ -868,12 +944,10 @@ std::vector<std::string> synth_class_names(const std::string& kind, std::int64_t
     return {"cat", "dog"};
   }
   if (kind == "cifar10") {
-    EPOCH_CHECK(classes == 0 || classes == 10, "synth: kind cifar10 has 10 classes, not ",
-                classes);
+    EPOCH_CHECK(classes == 0 || classes == 10, "synth: kind cifar10 has 10 classes, not ", classes);
     return cifar10_class_names();
   }
-  EPOCH_CHECK(kind == "imagenet", "synth: unknown kind '", kind, "' (valid: ", valid_kinds(),
-              ")");
+  EPOCH_CHECK(kind == "imagenet", "synth: unknown kind '", kind, "' (valid: ", valid_kinds(), ")");
   const std::int64_t n = classes == 0 ? 10 : classes;
   EPOCH_CHECK(n >= 2 && n <= kMaxImagenetClasses, "synth: kind imagenet takes 2-",
               kMaxImagenetClasses, " classes, not ", classes);
@@ -891,8 +965,8 @@ Image draw_synth_image(const std::string& kind, std::int64_t label, std::int64_t
   EPOCH_CHECK(kind == "catdog" || kind == "cifar10" || kind == "imagenet",
               "draw_synth_image: unknown kind '", kind, "' (valid: ", valid_kinds(), ")");
   const std::int64_t classes = kind == "imagenet" ? kMaxImagenetClasses : kind_classes(kind, 0);
-  EPOCH_CHECK(label >= 0 && label < classes, "draw_synth_image: label ", label,
-              " outside [0, ", classes, ") for kind ", kind);
+  EPOCH_CHECK(label >= 0 && label < classes, "draw_synth_image: label ", label, " outside [0, ",
+              classes, ") for kind ", kind);
   EPOCH_CHECK(index >= 0, "draw_synth_image: negative index ", index);
   EPOCH_CHECK(width >= kMinSize && width <= kMaxSize && height >= kMinSize && height <= kMaxSize,
               "draw_synth_image: size ", width, "x", height, " outside ", kMinSize, "-", kMaxSize);
@@ -994,9 +1068,8 @@ SynthSummary write_synth_dataset(const SynthConfig& config) {
       }
       const Image image = draw_synth_image(kind, label, number, config.seed, w, h);
       const std::string& name = names[static_cast<std::size_t>(label)];
-      const std::string file = kind == "imagenet"
-                                   ? name + "_" + std::to_string(number) + ".JPEG"
-                                   : name + "." + std::to_string(number) + ".jpg";
+      const std::string file = kind == "imagenet" ? name + "_" + std::to_string(number) + ".JPEG"
+                                                  : name + "." + std::to_string(number) + ".jpg";
       const fs::path path = out / (train ? "train" : "validation") / name / file;
       write_jpeg(path.string(), image, config.quality);
       bytes[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(fs::file_size(path));

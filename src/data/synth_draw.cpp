@@ -14,12 +14,24 @@ Rgb hsv(float hue_deg, float saturation, float value) {
   const float m = v - c;
   Rgb out;
   switch (static_cast<int>(hp) % 6) {
-    case 0: out = {c, x, 0}; break;
-    case 1: out = {x, c, 0}; break;
-    case 2: out = {0, c, x}; break;
-    case 3: out = {0, x, c}; break;
-    case 4: out = {x, 0, c}; break;
-    default: out = {c, 0, x}; break;
+    case 0:
+      out = {c, x, 0};
+      break;
+    case 1:
+      out = {x, c, 0};
+      break;
+    case 2:
+      out = {0, c, x};
+      break;
+    case 3:
+      out = {0, x, c};
+      break;
+    case 4:
+      out = {x, 0, c};
+      break;
+    default:
+      out = {c, 0, x};
+      break;
   }
   return {out.r + m, out.g + m, out.b + m};
 }
@@ -167,7 +179,8 @@ void lattice_axis(std::int64_t n, float cell, std::int64_t cells, std::vector<st
 void value_noise(Canvas& cv, RandomStream& rng, int cells, Rgb colour, float alpha) {
   const float cell = static_cast<float>(std::max(cv.width(), cv.height())) /
                      static_cast<float>(std::max(cells, 1));
-  const std::int64_t gx = static_cast<std::int64_t>(std::ceil(static_cast<float>(cv.width()) / cell));
+  const std::int64_t gx =
+      static_cast<std::int64_t>(std::ceil(static_cast<float>(cv.width()) / cell));
   const std::int64_t gy =
       static_cast<std::int64_t>(std::ceil(static_cast<float>(cv.height()) / cell));
   std::vector<float> lattice(static_cast<std::size_t>((gx + 1) * (gy + 1)));
@@ -196,7 +209,8 @@ void value_noise(Canvas& cv, RandomStream& rng, int cells, Rgb colour, float alp
 }
 
 void stripes(Canvas& cv, float period, float angle, Rgb colour, float alpha) {
-  const float kx = std::cos(angle) * 6.2831853f / period, ky = std::sin(angle) * 6.2831853f / period;
+  const float kx = std::cos(angle) * 6.2831853f / period,
+              ky = std::sin(angle) * 6.2831853f / period;
   // sin(kx * x + phase) along a row by rotating (sin, cos) one pixel at a time, restarted from
   // the exact value every row.
   const float step_s = std::sin(kx), step_c = std::cos(kx);

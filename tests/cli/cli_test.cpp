@@ -188,7 +188,8 @@ TEST(Cli, DataSynthWritesADatasetAndRejectsBadArguments) {
   for (const char* f : {"train/cat/cat.1.jpg", "train/dog/dog.1.jpg", "validation/dog/dog.2.jpg"})
     EXPECT_TRUE(std::ifstream(out + "/" + f).good()) << f;
 
-  const CommandResult t = run_epoch("data synth --kind cifar10 --count 10 --out " + (dir / "c10"), dir);
+  const CommandResult t =
+      run_epoch("data synth --kind cifar10 --count 10 --out " + (dir / "c10"), dir);
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_EQ(count_lines(t.out), 1) << t.out;
   EXPECT_NE(t.out.find("10 train + 2 validation images, 10 classes"), std::string::npos) << t.out;

@@ -21,7 +21,8 @@ ImageDataset make_dataset(std::int64_t n) {
   ds.labels = Tensor::empty({n}, DType::i32);
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t p = 0; p < 3 * 32 * 32; ++p)
-      ds.images.data<std::uint8_t>()[i * 3072 + p] = static_cast<std::uint8_t>((i * 31 + p * 7) % 251);
+      ds.images.data<std::uint8_t>()[i * 3072 + p] =
+          static_cast<std::uint8_t>((i * 31 + p * 7) % 251);
     ds.labels.data<std::int32_t>()[i] = static_cast<std::int32_t>((i * 3) % 10);
   }
   ds.num_classes = 10;
@@ -29,7 +30,8 @@ ImageDataset make_dataset(std::int64_t n) {
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string record(int label, std::uint8_t fill) {
@@ -113,7 +115,8 @@ TEST(Cifar10, MetaFileNamesTheClasses) {
   EXPECT_EQ(load_cifar10(dir.path(), "test").class_names, cifar10_class_names());
 
   ImageDataset named = make_dataset(3);
-  for (int k = 0; k < 10; ++k) named.class_names.push_back(std::string(1, 'c').append(std::to_string(k)));
+  for (int k = 0; k < 10; ++k)
+    named.class_names.push_back(std::string(1, 'c').append(std::to_string(k)));
   testing::TempDir out;
   write_cifar10(out.path(), "test", named);
   EXPECT_EQ(load_cifar10(out.path(), "test").class_names, named.class_names);

@@ -76,7 +76,8 @@ std::vector<double> cell_means(const Image& im, int g) {
   for (std::int64_t y = 0; y < im.height; ++y)
     for (std::int64_t x = 0; x < im.width; ++x)
       for (int c = 0; c < 3; ++c) {
-        const auto cell = static_cast<std::size_t>(((y * g / im.height) * g + x * g / im.width) * 3 + c);
+        const auto cell =
+            static_cast<std::size_t>(((y * g / im.height) * g + x * g / im.width) * 3 + c);
         f[cell] += im.pixels[static_cast<std::size_t>((y * im.width + x) * 3 + c)];
       }
   const double n = static_cast<double>(im.width * im.height) / (g * g);
@@ -178,9 +179,10 @@ TEST(Synth, WritesCatDogFoldersOfDecodableJpegs) {
   EXPECT_EQ(s.class_names, (std::vector<std::string>{"cat", "dog"}));
   const auto files = listing(c.out_dir);
   const std::vector<std::string> expected = {
-      "train/cat/cat.0.jpg", "train/cat/cat.1.jpg", "train/cat/cat.2.jpg", "train/cat/cat.3.jpg",
-      "train/dog/dog.0.jpg", "train/dog/dog.1.jpg", "train/dog/dog.2.jpg",
-      "validation/cat/cat.4.jpg", "validation/cat/cat.5.jpg", "validation/dog/dog.4.jpg"};
+      "train/cat/cat.0.jpg",     "train/cat/cat.1.jpg",      "train/cat/cat.2.jpg",
+      "train/cat/cat.3.jpg",     "train/dog/dog.0.jpg",      "train/dog/dog.1.jpg",
+      "train/dog/dog.2.jpg",     "validation/cat/cat.4.jpg", "validation/cat/cat.5.jpg",
+      "validation/dog/dog.4.jpg"};
   std::uintmax_t total = 0;
   for (const auto& [name, size] : files) total += size;
   EXPECT_EQ(files.size(), expected.size());
