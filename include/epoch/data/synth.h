@@ -35,6 +35,8 @@ struct SynthConfig {
 std::vector<std::string> synth_class_names(const std::string& kind, std::int64_t classes);
 
 /// Draws image `index` of class `label`: a pure function of (kind, label, index, seed, size).
+/// requires: label in [0, classes) (imagenet: [0, 1000)), index >= 0, width and height in
+///           8-4096 (InvalidArgument otherwise).
 /// ensures: an RGB image of exactly width x height.
 Image draw_synth_image(const std::string& kind, std::int64_t label, std::int64_t index,
                        std::uint64_t seed, std::int64_t width, std::int64_t height);
@@ -47,8 +49,12 @@ struct SynthSummary {
 
 /// Writes out_dir/train/<class>/<class>.<i>.jpg and out_dir/validation/<class>/... (ImageNet
 /// kind: <wnid>_<i>.JPEG), in parallel, each file atomic. Labels cycle over the classes
-/// (i % classes). Throws ConfigError for bad sizes or counts, IoError when out_dir cannot be
-/// written; refuses (ConfigError) an out_dir that already holds a train/ folder.
+/// (i % classes). <i> numbers a class's images: training 0, 1, ..., validation continuing
+/// after ceil(count / classes); image <i> of a class is draw_synth_image(kind, label, i, seed,
+/// size), so the files are the same for any thread count. Throws ConfigError for bad sizes or
+/// counts (count below the number of classes, sizes outside 8-4096, quality outside 1-100),
+/// IoError when out_dir cannot be written; refuses (ConfigError) an out_dir that already holds
+/// a train/ or validation/ folder.
 SynthSummary write_synth_dataset(const SynthConfig& config);
 
 }  // namespace epoch::data
