@@ -233,17 +233,20 @@ Tensor parse_idx(Reader& in, const std::string& path) {
     fail(path, "truncated IDX header: expected " + std::to_string(4 + want) + " bytes, got " +
                    std::to_string(4 + got_dims));
   Shape shape;
-  std::uint64_t numel = 1;
+  // numel, and the extent: the product of the non-zero dims. The extent is what is limited,
+  // so an empty 0 x 2^31 x 2^31 array is refused too (its strides would overflow).
+  std::uint64_t numel = 1, extent = 1;
   for (unsigned d = 0; d < ndims; ++d) {
     const std::uint32_t v = (std::uint32_t{dim_bytes[4 * d]} << 24) |
                             (std::uint32_t{dim_bytes[4 * d + 1]} << 16) |
                             (std::uint32_t{dim_bytes[4 * d + 2]} << 8) | dim_bytes[4 * d + 3];
     shape.push_back(static_cast<std::int64_t>(v));
     // Clamped at the limit + 1 (about 2^31) after every step, so with v < 2^32 the unsigned
-    // product never overflows.
+    // products never overflow.
     numel = std::min<std::uint64_t>(numel * v, kMaxIdxElements + 1);
+    if (v != 0) extent = std::min<std::uint64_t>(extent * v, kMaxIdxElements + 1);
   }
-  if (numel > static_cast<std::uint64_t>(kMaxIdxElements)) {
+  if (extent > static_cast<std::uint64_t>(kMaxIdxElements)) {
     std::string dims;
     for (std::int64_t d : shape) dims += (dims.empty() ? "" : " x ") + std::to_string(d);
     fail(path, "IDX dims " + dims + " exceed the limit of " + std::to_string(kMaxIdxElements) +

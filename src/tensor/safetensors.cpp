@@ -218,12 +218,16 @@ Entry parse_entry(const std::string& path, const std::string& name, const Ordere
 
   const OrderedJson& shape = info["shape"];
   if (!shape.is_array()) fail(path, where + ": \"shape\" is not an array");
-  std::uint64_t numel = 1;
+  // numel, and the extent: the product of the non-zero dims, which must fit in int64 even when
+  // numel is 0 (else the strides of an empty 0 x 2^40 x 2^40 tensor would overflow).
+  std::uint64_t numel = 1, extent = 1;
   for (const OrderedJson& d : shape) {
     if (!d.is_number_unsigned())
       fail(path, where + ": shape entries must be non-negative integers, got " + d.dump());
     const auto dim = d.get<std::uint64_t>();
-    if (dim > static_cast<std::uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, dim, &numel))
+    if (dim > static_cast<std::uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, dim, &numel) ||
+        (dim != 0 && __builtin_mul_overflow(extent, dim, &extent)) ||
+        extent > static_cast<std::uint64_t>(INT64_MAX))
       fail(path, where + ": shape " + shape.dump() + " is absurdly large");
     e.shape.push_back(static_cast<std::int64_t>(dim));
   }

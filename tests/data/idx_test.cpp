@@ -173,6 +173,9 @@ TEST_F(IdxTest, HugeDimsAreRefusedBeforeAllocating) {
   expect_error(path("f"), "exceed the limit");
   write_raw(path("f"), idx_bytes(0x08, {0xFFFFFFFFu, 0xFFFFFFFFu}, "x"));
   expect_error(path("f"), "exceed the limit");
+  // Empty, yet its strides would overflow (found by fuzz_idx).
+  write_raw(path("f"), idx_bytes(0x08, {0, 0x10000001u, 0x00600000u, 0x00080300u}, ""));
+  expect_error(path("f"), "exceed the limit");
   write_raw(path("f"), idx_bytes(0x08, {(1u << 31) + 1}, "x"));
   expect_error(path("f"), "exceed the limit");
   // Exactly at the limit the header is acceptable; the missing payload is the error.

@@ -232,6 +232,9 @@ TEST_F(SafetensorsTest, InconsistentShapesAndOffsets) {
         "absurdly large");
   check(R"({"a":{"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,4]}})", "abcd",
         "absurdly large");
+  // No elements, but int64 strides would overflow.
+  check(R"({"a":{"dtype":"U8","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})", "",
+        "absurdly large");
   check(R"({"__metadata__":{},"__metadata__":{}})", "", "\"__metadata__\" twice");
   check(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
         R"("a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",

@@ -9,7 +9,8 @@
 
 namespace epoch::data {
 
-/// Largest element count read_idx accepts; larger dims are refused before allocating.
+/// Largest element count read_idx accepts; larger dims are refused before allocating (zero
+/// dims aside: 0 x 2^20 x 2^20 is refused too).
 inline constexpr std::int64_t kMaxIdxElements = std::int64_t{1} << 31;
 
 /// Reads an IDX file of unsigned bytes (type code 0x08) with 1 to 4 big-endian dims.
