@@ -72,7 +72,7 @@ std::string find_reference_dir(const std::string& given) {
 /// Runs a reference script through run_torch.sh and returns the last JSON line it printed.
 json run_reference(const std::string& ref_dir, const std::string& script, const std::string& args) {
   const std::string command = "bash '" + ref_dir + "/run_torch.sh' pypi '" + ref_dir + "/" +
-                              script + "' " + args + " --json 2>&1";
+                              script + "' " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) EPOCH_THROW(IoError, "cannot run ", command);
   std::string out, last_json;
@@ -100,7 +100,7 @@ json compute_row(const BenchOptions& o, std::int64_t batch, int threads) {
   const int t = threads > 0 ? threads : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   std::ostringstream args;
   args << "--model " << c.model << " --batch-size " << batch << " --threads " << t
-       << " --warmup " << c.warmup << " --steps " << c.steps;
+       << " --warmup " << c.warmup << " --steps " << c.steps << " --json";
   std::vector<double> ratios, ours, theirs;
   json last;
   for (int r = 0; r < o.repeats; ++r) {  // alternate: epoch, PyTorch, epoch, PyTorch, ...
@@ -129,14 +129,16 @@ json pipeline_row(const BenchOptions& o, std::int64_t batch, int workers) {
   p.augment = !o.no_augment;
   p.seed = o.config.seed;
   if (o.compare.empty()) return bench::run_pipeline_bench(p).to_json();
+  if (p.model != "catdog" || !p.augment)
+    EPOCH_THROW(ConfigError, "--compare pytorch --pipeline reproduces catdog's augmented "
+                             "pipeline only (bench/reference/pipeline_bench.py)");
   const std::string ref = find_reference_dir(o.reference_dir);
   std::vector<double> ratios, ours, theirs;
   json last;
   for (int r = 0; r < o.repeats; ++r) {
     last = bench::run_pipeline_bench(p).to_json();
     std::ostringstream args;
-    args << "--data '" << o.data << "' --model " << p.model << " --images " << p.images
-         << (p.augment ? "" : " --no-augment");
+    args << "'" << o.data << "' --images " << p.images;
     const json torch = run_reference(ref, "pipeline_bench.py", args.str());
     const double a = last["per_core_per_s"], b = torch["per_core"];
     ours.push_back(a);

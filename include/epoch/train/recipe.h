@@ -13,7 +13,7 @@ namespace epoch::train {
 /// Unknown models get the defaults (the zoo lookup reports them later).
 TrainConfig recipe_for(const std::string& model);
 
-/// One line naming the recipe's source and choices, for `epoch models --recipes` and logs.
+/// One line naming the recipe's choices, printed when training starts.
 std::string describe_recipe(const TrainConfig& config);
 
 }  // namespace epoch::train
