@@ -31,12 +31,12 @@ test-asan: deps
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L cpu -LE slow
 
-# libFuzzer runs of the parsers (JPEG/PNG decoding, IDX, safetensors), built with clang,
+# libFuzzer runs of the parsers (JPEG/PNG, IDX, safetensors, CIFAR-10), built with clang,
 # ASan and UBSan in build-fuzz: FUZZ_SECONDS per target, starting from the seed corpora in
 # tests/fuzz/corpus (copied to build-fuzz/corpus/<target>, where new inputs accumulate across
 # runs). A finding stops the run and leaves its input in build-fuzz/artifacts/<target>/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors
+FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors fuzz_cifar10
 
 fuzz: deps
 	@command -v clang++ >/dev/null || { echo "make fuzz needs clang: apt-get install clang"; exit 1; }
@@ -48,8 +48,10 @@ fuzz: deps
 	  mkdir -p build-fuzz/corpus/$$t build-fuzz/artifacts/$$t; \
 	  cp tests/fuzz/corpus/$$t/* build-fuzz/corpus/$$t/; \
 	  echo "== $$t: $(FUZZ_SECONDS) s"; \
+	  dict=; [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
 	  build-fuzz/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/$$t/ build-fuzz/corpus/$$t; \
+	    -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/$$t/ $$dict \
+	    build-fuzz/corpus/$$t; \
 	done
 
 clean:
