@@ -21,7 +21,7 @@ struct DecodeOptions {
   /// DCT-domain downscaling: a JPEG is decoded at the smallest of the scaling factors 1/8,
   /// 1/4, 1/2, 1 whose result is still at least min_width x min_height (after EXIF
   /// orientation). 0 x 0: full size. PNG is always decoded at full size. (libjpeg-turbo's
-  /// other factors, 3/8 ... 7/8, decode slower than full size: see image_codec.cpp.)
+  /// 3/8 ... 7/8 are not used: each decodes slower than the power of two above it.)
   std::int64_t min_width = 0;
   std::int64_t min_height = 0;
   /// Rotate/flip a JPEG as its EXIF Orientation tag (1-8) says, as viewers display it.
