@@ -265,7 +265,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   r.optimizer_ms = 1e3 * opt / steps;
   r.fraction_of_compute = r.images_per_s / r.compute_only_images_per_s;
 
-  char line[320];
+  char line[400];
   const double wait_share = wait / total;
   if (wait_share > 0.10) {
     std::string fix;
@@ -277,6 +277,19 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
     if (fix.empty()) fix = "the input pipeline needs more cores than compute leaves it";
     std::snprintf(line, sizeof line, "input-bound: %.0f%% of step time waiting for data; %s",
                   100.0 * wait_share, fix.c_str());
+  } else if (r.fraction_of_compute < 0.85) {
+    // Little waiting, yet slower than compute alone: the input threads take cores from it.
+    std::string fix = folder && (!cfg.warm_cache || cfg.cache_mib == 0 ||
+                                 r.cached_images < r.dataset_images)
+                          ? "a larger --cache-mib (decoding then happens once)"
+                          : "";
+    if (r.workers_used > 1) fix += std::string(fix.empty() ? "" : " or ") + "--workers " +
+                                   std::to_string(r.workers_used - 1);
+    if (fix.empty()) fix = "--workers 0 (batches made between steps on all cores)";
+    std::snprintf(line, sizeof line,
+                  "CPU-contended: %.0f%% of compute-only throughput while waiting only %.0f%% "
+                  "for data: input threads share the cores with compute; try %s",
+                  100.0 * r.fraction_of_compute, 100.0 * wait_share, fix.c_str());
   } else {
     std::snprintf(line, sizeof line,
                   "compute-bound: %.0f%% forward, %.0f%% backward, %.0f%% optimizer, %.0f%% waiting "
