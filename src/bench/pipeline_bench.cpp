@@ -35,8 +35,8 @@ train::TrainConfig data_config(const std::string& model, const std::string& data
 }
 
 /// Makes sure a bad image in a benchmark is reported, not silently timed.
-void fetch_or_throw(const data::SampleSource& source, std::int64_t i, const data::DecodeOptions& hint,
-                    data::Image& scratch, data::ImageView& view) {
+void fetch_or_throw(const data::SampleSource& source, std::int64_t i,
+                    const data::DecodeOptions& hint, data::Image& scratch, data::ImageView& view) {
   view = source.fetch(i, hint, scratch);
 }
 
@@ -200,9 +200,10 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
     }
     const double per_image = static_cast<double>(folder->cached_bytes()) /
                              std::max<double>(1.0, static_cast<double>(source.size()));
-    r.cached_images = per_image > 0 ? static_cast<std::int64_t>(
-                                          static_cast<double>(folder->cached_bytes()) / per_image)
-                                    : 0;
+    r.cached_images =
+        per_image > 0
+            ? static_cast<std::int64_t>(static_cast<double>(folder->cached_bytes()) / per_image)
+            : 0;
   }
 
   const Device device = parse_device(cfg.device);
@@ -272,30 +273,33 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
     if (r.workers_used < 2 * r.threads_used)
       fix = "try --workers " + std::to_string(r.workers_used + 1);
     if (folder && (!cfg.warm_cache || cfg.cache_mib == 0 || r.cached_images < r.dataset_images))
-      fix += std::string(fix.empty() ? "try" : " or") + " a larger --cache-mib (decoded images "
-                                                          "are reused across epochs)";
+      fix += std::string(fix.empty() ? "try" : " or") +
+             " a larger --cache-mib (decoded images "
+             "are reused across epochs)";
     if (fix.empty()) fix = "the input pipeline needs more cores than compute leaves it";
     std::snprintf(line, sizeof line, "input-bound: %.0f%% of step time waiting for data; %s",
                   100.0 * wait_share, fix.c_str());
   } else if (r.fraction_of_compute < 0.85) {
     // Little waiting, yet slower than compute alone: the input threads take cores from it.
-    std::string fix = folder && (!cfg.warm_cache || cfg.cache_mib == 0 ||
-                                 r.cached_images < r.dataset_images)
-                          ? "a larger --cache-mib (decoding then happens once)"
-                          : "";
-    if (r.workers_used > 1) fix += std::string(fix.empty() ? "" : " or ") + "--workers " +
-                                   std::to_string(r.workers_used - 1);
+    std::string fix =
+        folder && (!cfg.warm_cache || cfg.cache_mib == 0 || r.cached_images < r.dataset_images)
+            ? "a larger --cache-mib (decoding then happens once)"
+            : "";
+    if (r.workers_used > 1)
+      fix += std::string(fix.empty() ? "" : " or ") + "--workers " +
+             std::to_string(r.workers_used - 1);
     if (fix.empty()) fix = "--workers 0 (batches made between steps on all cores)";
     std::snprintf(line, sizeof line,
                   "CPU-contended: %.0f%% of compute-only throughput while waiting only %.0f%% "
                   "for data: input threads share the cores with compute; try %s",
                   100.0 * r.fraction_of_compute, 100.0 * wait_share, fix.c_str());
   } else {
-    std::snprintf(line, sizeof line,
-                  "compute-bound: %.0f%% forward, %.0f%% backward, %.0f%% optimizer, %.0f%% waiting "
-                  "for data (%.0f%% of compute-only throughput)",
-                  100.0 * fwd / total, 100.0 * bwd / total, 100.0 * opt / total, 100.0 * wait_share,
-                  100.0 * r.fraction_of_compute);
+    std::snprintf(
+        line, sizeof line,
+        "compute-bound: %.0f%% forward, %.0f%% backward, %.0f%% optimizer, %.0f%% waiting "
+        "for data (%.0f%% of compute-only throughput)",
+        100.0 * fwd / total, 100.0 * bwd / total, 100.0 * opt / total, 100.0 * wait_share,
+        100.0 * r.fraction_of_compute);
   }
   r.verdict = line;
   return r;

@@ -8,9 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "epoch/bench/compute_bench.h"
@@ -65,14 +64,15 @@ std::string find_reference_dir(const std::string& given) {
       if (dir == dir.parent_path()) break;
     }
   }
-  EPOCH_THROW(IoError, "bench/reference/run_torch.sh not found: run from the repository or pass "
-                       "--reference-dir");
+  EPOCH_THROW(IoError,
+              "bench/reference/run_torch.sh not found: run from the repository or pass "
+              "--reference-dir");
 }
 
 /// Runs a reference script through run_torch.sh and returns the last JSON line it printed.
 json run_reference(const std::string& ref_dir, const std::string& script, const std::string& args) {
-  const std::string command = "bash '" + ref_dir + "/run_torch.sh' pypi '" + ref_dir + "/" +
-                              script + "' " + args + " 2>&1";
+  const std::string command =
+      "bash '" + ref_dir + "/run_torch.sh' pypi '" + ref_dir + "/" + script + "' " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) EPOCH_THROW(IoError, "cannot run ", command);
   std::string out, last_json;
@@ -99,8 +99,8 @@ json compute_row(const BenchOptions& o, std::int64_t batch, int threads) {
   const std::string ref = find_reference_dir(o.reference_dir);
   const int t = threads > 0 ? threads : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   std::ostringstream args;
-  args << "--model " << c.model << " --batch-size " << batch << " --threads " << t
-       << " --warmup " << c.warmup << " --steps " << c.steps << " --json";
+  args << "--model " << c.model << " --batch-size " << batch << " --threads " << t << " --warmup "
+       << c.warmup << " --steps " << c.steps << " --json";
   std::vector<double> ratios, ours, theirs;
   json last;
   for (int r = 0; r < o.repeats; ++r) {  // alternate: epoch, PyTorch, epoch, PyTorch, ...
@@ -130,8 +130,9 @@ json pipeline_row(const BenchOptions& o, std::int64_t batch, int workers) {
   p.seed = o.config.seed;
   if (o.compare.empty()) return bench::run_pipeline_bench(p).to_json();
   if (p.model != "catdog" || !p.augment)
-    EPOCH_THROW(ConfigError, "--compare pytorch --pipeline reproduces catdog's augmented "
-                             "pipeline only (bench/reference/pipeline_bench.py)");
+    EPOCH_THROW(ConfigError,
+                "--compare pytorch --pipeline reproduces catdog's augmented "
+                "pipeline only (bench/reference/pipeline_bench.py)");
   const std::string ref = find_reference_dir(o.reference_dir);
   std::vector<double> ratios, ours, theirs;
   json last;
@@ -170,44 +171,48 @@ json end_to_end_row(const BenchOptions& o, std::int64_t batch, int threads, int 
 }
 
 void print_compute(const json& r) {
-  std::printf("%-13s batch %4lld  threads %d  train %9.1f img/s (%6.2f ms, %5.1f GFLOP/s)  "
-              "inference %9.1f img/s",
-              r["model"].get<std::string>().c_str(), r["batch_size"].get<long long>(),
-              r["threads"].get<int>(), r["train_images_per_s"].get<double>(),
-              r["train_step_ms_median"].get<double>(), r["train_gflops"].get<double>(),
-              r["infer_images_per_s"].get<double>());
+  std::printf(
+      "%-13s batch %4lld  threads %d  train %9.1f img/s (%6.2f ms, %5.1f GFLOP/s)  "
+      "inference %9.1f img/s",
+      r["model"].get<std::string>().c_str(), r["batch_size"].get<long long>(),
+      r["threads"].get<int>(), r["train_images_per_s"].get<double>(),
+      r["train_step_ms_median"].get<double>(), r["train_gflops"].get<double>(),
+      r["infer_images_per_s"].get<double>());
   if (r.contains("ratio_vs_pytorch"))
-    std::printf("  | PyTorch %s %9.1f img/s  ratio %.2f", r["torch_version"].get<std::string>().c_str(),
+    std::printf("  | PyTorch %s %9.1f img/s  ratio %.2f",
+                r["torch_version"].get<std::string>().c_str(),
                 r["pytorch_train_images_per_s"].get<double>(), r["ratio_vs_pytorch"].get<double>());
   std::printf("\n");
 }
 
 void print_pipeline(const json& r) {
-  std::printf("pipeline %s -> %s, augmentation: %s (%lld images; decoded %.0fx%.0f, %.1f KiB files)\n",
-              r["data"].get<std::string>().c_str(), r["output"].get<std::string>().c_str(),
-              r["augmentation"].get<std::string>().c_str(), r["dataset_images"].get<long long>(),
-              r["mean_decoded_width"].get<double>(), r["mean_decoded_height"].get<double>(),
-              r["mean_file_kib"].get<double>());
+  std::printf(
+      "pipeline %s -> %s, augmentation: %s (%lld images; decoded %.0fx%.0f, %.1f KiB files)\n",
+      r["data"].get<std::string>().c_str(), r["output"].get<std::string>().c_str(),
+      r["augmentation"].get<std::string>().c_str(), r["dataset_images"].get<long long>(),
+      r["mean_decoded_width"].get<double>(), r["mean_decoded_height"].get<double>(),
+      r["mean_file_kib"].get<double>());
   std::printf("  one core: read %.0f/s, read+decode %.0f/s, read+decode+augment %.0f images/s\n",
               r["read_per_s"].get<double>(), r["decode_per_s"].get<double>(),
               r["per_core_per_s"].get<double>());
   std::printf("  loader, %d workers: %.0f images/s\n", r["workers"].get<int>(),
               r["workers_per_s"].get<double>());
   if (r.contains("ratio_vs_pytorch"))
-    std::printf("  PyTorch/PIL per core: %.0f images/s  ratio %.2f (median of %d alternating pairs)\n",
-                r["pytorch_per_core_per_s"].get<double>(), r["ratio_vs_pytorch"].get<double>(),
-                r["repeats"].get<int>());
+    std::printf(
+        "  PyTorch/PIL per core: %.0f images/s  ratio %.2f (median of %d alternating pairs)\n",
+        r["pytorch_per_core_per_s"].get<double>(), r["ratio_vs_pytorch"].get<double>(),
+        r["repeats"].get<int>());
 }
 
 void print_end_to_end(const json& r) {
-  std::printf("%-13s batch %4lld  threads %d  workers %d  %8.1f img/s  step %6.2f ms = wait %5.2f + "
-              "forward %6.2f + backward %6.2f + optimizer %5.2f  (%3.0f%% of compute-only %.1f)\n",
-              r["model"].get<std::string>().c_str(), r["batch_size"].get<long long>(),
-              r["threads"].get<int>(), r["workers"].get<int>(), r["images_per_s"].get<double>(),
-              r["step_ms"].get<double>(), r["wait_ms"].get<double>(), r["forward_ms"].get<double>(),
-              r["backward_ms"].get<double>(), r["optimizer_ms"].get<double>(),
-              100.0 * r["fraction_of_compute"].get<double>(),
-              r["compute_only_images_per_s"].get<double>());
+  std::printf(
+      "%-13s batch %4lld  threads %d  workers %d  %8.1f img/s  step %6.2f ms = wait %5.2f + "
+      "forward %6.2f + backward %6.2f + optimizer %5.2f  (%3.0f%% of compute-only %.1f)\n",
+      r["model"].get<std::string>().c_str(), r["batch_size"].get<long long>(),
+      r["threads"].get<int>(), r["workers"].get<int>(), r["images_per_s"].get<double>(),
+      r["step_ms"].get<double>(), r["wait_ms"].get<double>(), r["forward_ms"].get<double>(),
+      r["backward_ms"].get<double>(), r["optimizer_ms"].get<double>(),
+      100.0 * r["fraction_of_compute"].get<double>(), r["compute_only_images_per_s"].get<double>());
   std::printf("  %s\n", r["verdict"].get<std::string>().c_str());
 }
 
@@ -216,8 +221,9 @@ int run_bench(const BenchOptions& o) {
     EPOCH_THROW(ConfigError, "--compare ", o.compare, ": only pytorch is known");
   if (o.pipeline && o.data.empty()) EPOCH_THROW(ConfigError, "--pipeline needs --data");
   if (!o.compare.empty() && !o.data.empty() && !o.pipeline)
-    EPOCH_THROW(ConfigError, "--compare pytorch times compute only or --pipeline; drop --data "
-                             "or add --pipeline");
+    EPOCH_THROW(ConfigError,
+                "--compare pytorch times compute only or --pipeline; drop --data "
+                "or add --pipeline");
   json rows = json::array();
   for (std::int64_t batch : o.batch_sizes)
     for (int threads : o.threads)
@@ -257,7 +263,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "bench", "Time training and inference, the input pipeline, or both together");
   cmd->add_option("--model", c.model, "Model from `epoch models`")->capture_default_str();
   cmd->add_option("--batch-size", o->batch_sizes, "Samples per step; a list sweeps (16,32,64)")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "CPU threads (0: all cores); a list sweeps")
       ->delimiter(',');
   cmd->add_option("--workers", o->workers, "Input pipeline threads (with --data); a list sweeps")
@@ -266,16 +273,22 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--pipeline", o->pipeline, "Time decoding and augmentation alone (needs --data)");
   cmd->add_flag("--no-augment", o->no_augment, "Pipeline without the recipe's augmentation");
   cmd->add_option("--images", o->images, "Images per pipeline measurement")->capture_default_str();
-  cmd->add_option("--cache-mib", o->cache_mib, "Decoded-image cache (end to end)")->capture_default_str();
+  cmd->add_option("--cache-mib", o->cache_mib, "Decoded-image cache (end to end)")
+      ->capture_default_str();
   cmd->add_flag("--cold-cache", o->cold_cache, "Do not fill the decoded-image cache before timing");
   cmd->add_option("--prefetch", o->prefetch, "Batches prepared ahead")->capture_default_str();
   cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--warmup", c.warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", c.warmup, "Untimed steps first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", c.steps, "Timed steps (>= 10)")->capture_default_str();
-  cmd->add_option("--optimizer", c.optimizer, "Optimizer of the training step")->capture_default_str();
+  cmd->add_option("--optimizer", c.optimizer, "Optimizer of the training step")
+      ->capture_default_str();
   cmd->add_flag("--reference-kernels", c.reference_kernels, "Time the plain reference kernels");
   cmd->add_option("--compare", o->compare, "pytorch: run the PyTorch reference alternately");
-  cmd->add_option("--repeats", o->repeats, "Alternating pairs for --compare")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--repeats", o->repeats, "Alternating pairs for --compare")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--reference-dir", o->reference_dir, "The repository's bench/reference");
   cmd->add_flag("--json", o->json, "Print JSON (one object, or an array for a sweep)");
   cmd->callback([o, &exit_code] {

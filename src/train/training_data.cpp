@@ -16,7 +16,8 @@ bool path_exists(const fs::path& p) {
 }
 
 bool has_idx(const fs::path& dir) {
-  return path_exists(dir / "train-images-idx3-ubyte") || path_exists(dir / "train-images-idx3-ubyte.gz");
+  return path_exists(dir / "train-images-idx3-ubyte") ||
+         path_exists(dir / "train-images-idx3-ubyte.gz");
 }
 
 data::ImageDataset take_first(const data::ImageDataset& d, std::int64_t limit) {
@@ -72,7 +73,8 @@ void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& 
                   ": no validation images: pass --val-data DIR or --val-split 0.2");
   }
   const std::int64_t cache = c.cache_mib * 1024 * 1024;
-  d.train = std::make_unique<data::FolderSource>(take_first(std::move(train), c.limit_train), cache);
+  d.train =
+      std::make_unique<data::FolderSource>(take_first(std::move(train), c.limit_train), cache);
   d.val = std::make_unique<data::FolderSource>(take_first(std::move(val), c.limit_test), cache);
   d.kind = "image-folder";
 }
@@ -87,15 +89,16 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
                 data::make_synthetic_dataset(c.synthetic_count, spec.input[0], spec.input[1],
                                              spec.input[2], classes, c.seed),
                 data::make_synthetic_dataset(std::max<std::int64_t>(c.synthetic_count / 4, 1),
-                                             spec.input[0], spec.input[1], spec.input[2],
-                                             classes, c.seed + 1000003),
+                                             spec.input[0], spec.input[1], spec.input[2], classes,
+                                             c.seed + 1000003),
                 c);
     d.kind = "synthetic";
   } else if (c.data.empty()) {
     const std::string dir = data::default_fashion_mnist_dir();
     if (dir.empty())
-      EPOCH_THROW(IoError, "Fashion-MNIST not found: install Debian's dataset-fashion-mnist "
-                           "package (make deps) or pass --data DIR");
+      EPOCH_THROW(IoError,
+                  "Fashion-MNIST not found: install Debian's dataset-fashion-mnist "
+                  "package (make deps) or pass --data DIR");
     memory_pair(d, data::load_mnist_format(dir, "train", data::fashion_mnist_class_names()),
                 data::load_mnist_format(dir, "test", data::fashion_mnist_class_names()), c);
     d.kind = "fashion-mnist";
@@ -113,7 +116,8 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
       d.kind = "idx";
     } else if (path_exists(dir / "data_batch_1.bin") ||
                path_exists(dir / "cifar-10-batches-bin" / "data_batch_1.bin")) {
-      const fs::path cifar = path_exists(dir / "data_batch_1.bin") ? dir : dir / "cifar-10-batches-bin";
+      const fs::path cifar =
+          path_exists(dir / "data_batch_1.bin") ? dir : dir / "cifar-10-batches-bin";
       memory_pair(d, data::load_cifar10(cifar.string(), "train"),
                   data::load_cifar10(cifar.string(), "test"), c);
       d.kind = "cifar10";
@@ -124,19 +128,20 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
     }
   }
   if (d.kind != "image-folder" && (!c.val_data.empty() || c.val_split > 0))
-    EPOCH_THROW(ConfigError, "--val-data and --val-split apply to image folders; ", c.data.empty() ? "Fashion-MNIST" : c.data,
-                " has its own test set");
+    EPOCH_THROW(ConfigError, "--val-data and --val-split apply to image folders; ",
+                c.data.empty() ? "Fashion-MNIST" : c.data, " has its own test set");
   const std::int64_t have = d.train->num_classes();
   if (spec.task == models::Task::classification && have > spec.outputs)
-    EPOCH_THROW(ConfigError, "model ", spec.name, " has ", spec.outputs,
-                " outputs but the data ", d.train->description(), " has ", have, " classes");
+    EPOCH_THROW(ConfigError, "model ", spec.name, " has ", spec.outputs, " outputs but the data ",
+                d.train->description(), " has ", have, " classes");
   if (spec.task == models::Task::binary && have != 2)
     EPOCH_THROW(ConfigError, "model ", spec.name, " tells 2 classes apart but the data ",
                 d.train->description(), " has ", have);
   if (const data::ImageDataset* m = d.train->in_memory(); m && m->channels() != spec.input[0])
     EPOCH_THROW(ConfigError, "model ", spec.name, " takes ", spec.input[0], "-channel images but ",
                 d.train->description(), " has ", m->channels());
-  if (d.train->size() == 0) EPOCH_THROW(ConfigError, d.train->description(), ": no training samples");
+  if (d.train->size() == 0)
+    EPOCH_THROW(ConfigError, d.train->description(), ": no training samples");
   if (d.val->size() == 0) EPOCH_THROW(ConfigError, d.val->description(), ": no validation samples");
   return d;
 }

@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_testing.h"
@@ -20,7 +19,8 @@ using testing::run_epoch;
 /// A bright disc (class "disc") or a dark bar (class "bar") on noise: learnable at a glance.
 data::Image drawn(int cls, int i, int w, int h) {
   data::Image im{w, h, 3, std::vector<std::uint8_t>(static_cast<std::size_t>(w * h * 3))};
-  const double cx = w * (0.35 + 0.3 * ((i * 37) % 11) / 10.0), cy = h * (0.35 + 0.3 * ((i * 53) % 7) / 6.0);
+  const double cx = w * (0.35 + 0.3 * ((i * 37) % 11) / 10.0),
+               cy = h * (0.35 + 0.3 * ((i * 53) % 7) / 6.0);
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       const bool on = cls == 0 ? (x - cx) * (x - cx) + (y - cy) * (y - cy) < 0.06 * w * h
@@ -35,7 +35,8 @@ data::Image drawn(int cls, int i, int w, int h) {
 
 /// root/{train,validation}/{bar,disc}/N.png
 void make_dataset(const std::string& root, int train_per_class, int val_per_class) {
-  for (const auto& [split, n] : {std::pair{"train", train_per_class}, {"validation", val_per_class}})
+  for (const auto& [split, n] :
+       {std::pair{"train", train_per_class}, {"validation", val_per_class}})
     for (int cls = 0; cls < 2 && n > 0; ++cls) {
       const fs::path dir = fs::path(root) / split / (cls == 0 ? "disc" : "bar");
       fs::create_directories(dir);
@@ -46,7 +47,8 @@ void make_dataset(const std::string& root, int train_per_class, int val_per_clas
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 const char* kQuick = " --model catdog --batch-size 8 --threads 1 --log-every 0";
@@ -64,10 +66,11 @@ TEST(ImageCli, TrainsOnAnImageFolderAndPredictsWithItsPreprocessing) {
   EXPECT_FLOAT_EQ(config["augment"]["shear"].get<float>(), 0.2f);  // the recipe
   EXPECT_TRUE(config["augment"]["horizontal_flip"].get<bool>());
 
-  const std::string disc = dir / "data/validation/disc/0.png", bar = dir / "data/validation/bar/1.png";
-  const CommandResult p = run_epoch("predict " + (dir / "run/checkpoints/last.safetensors") + " " +
-                                        disc + " " + bar + " --json",
-                                    dir);
+  const std::string disc = dir / "data/validation/disc/0.png",
+                    bar = dir / "data/validation/bar/1.png";
+  const CommandResult p = run_epoch(
+      "predict " + (dir / "run/checkpoints/last.safetensors") + " " + disc + " " + bar + " --json",
+      dir);
   ASSERT_EQ(p.exit_code, 0) << p.err;
   std::istringstream lines(p.out);
   std::string line;
@@ -83,7 +86,8 @@ TEST(ImageCli, TrainsOnAnImageFolderAndPredictsWithItsPreprocessing) {
   EXPECT_EQ(preds[0]["class"], "disc") << p.out;
   EXPECT_EQ(preds[1]["class"], "bar") << p.out;
   // Evaluation of the checkpoint on its own validation folder agrees with training's.
-  const CommandResult e = run_epoch("eval " + (dir / "run/checkpoints/last.safetensors") + " --json", dir);
+  const CommandResult e =
+      run_epoch("eval " + (dir / "run/checkpoints/last.safetensors") + " --json", dir);
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NEAR(nlohmann::json::parse(e.out)["test_accuracy"].get<double>(),
               j["test_accuracy"].get<double>(), 1e-9);
@@ -94,7 +98,8 @@ TEST(ImageCli, BadFilesAreSkippedAndCountedOrStopTheRun) {
   make_dataset(dir / "data", 6, 3);
   write_bytes(dir / "data/train/disc/zero.png", "");
   write_bytes(dir / "data/train/bar/text.jpg", "just some text");
-  write_bytes(dir / "data/train/bar/corrupt.jpg", std::string("\xff\xd8\xff\xe0", 4) + std::string(200, 'x'));
+  write_bytes(dir / "data/train/bar/corrupt.jpg",
+              std::string("\xff\xd8\xff\xe0", 4) + std::string(200, 'x'));
   std::ifstream in(dir / "data/train/disc/0.png", std::ios::binary);
   const std::string png((std::istreambuf_iterator<char>(in)), {});
   write_bytes(dir / "data/validation/disc/truncated.png", png.substr(0, png.size() / 3));
@@ -109,8 +114,8 @@ TEST(ImageCli, BadFilesAreSkippedAndCountedOrStopTheRun) {
   EXPECT_TRUE(fs::exists(dir / "run/checkpoints/epoch-2.safetensors"));
 
   testing::expect_one_line_error(
-      run_epoch("train" + std::string(kQuick) + " --epochs 1 --on-bad-image fail --data " + (dir / "data") +
-                    " --out " + (dir / "run2"),
+      run_epoch("train" + std::string(kQuick) + " --epochs 1 --on-bad-image fail --data " +
+                    (dir / "data") + " --out " + (dir / "run2"),
                 dir),
       1, "data/train/");
 }
@@ -119,20 +124,21 @@ TEST(ImageCli, ValidationSplitAndErrors) {
   testing::TempDir dir;
   make_dataset(dir / "data", 10, 0);
   const std::string classes = dir / "data/train";
-  testing::expect_one_line_error(
-      run_epoch("train" + std::string(kQuick) + " --epochs 1 --data " + classes + " --out " + (dir / "r1"), dir), 1,
-      "--val-split");
-  const CommandResult r = run_epoch("train" + std::string(kQuick) + " --epochs 1 --data " + classes +
-                                        " --val-split 0.3 --out " + (dir / "r2") + " --json",
-                                    dir);
+  testing::expect_one_line_error(run_epoch("train" + std::string(kQuick) + " --epochs 1 --data " +
+                                               classes + " --out " + (dir / "r1"),
+                                           dir),
+                                 1, "--val-split");
+  const CommandResult r =
+      run_epoch("train" + std::string(kQuick) + " --epochs 1 --data " + classes +
+                    " --val-split 0.3 --out " + (dir / "r2") + " --json",
+                dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   fs::create_directories(dir / "data/train/third");
   data::write_png(dir / "data/train/third/x.png", drawn(0, 1, 30, 30));
-  testing::expect_one_line_error(
-      run_epoch("train" + std::string(kQuick) + " --epochs 1 --data " + classes + " --val-split 0.3 --out " +
-                    (dir / "r3"),
-                dir),
-      1, "has 3");
+  testing::expect_one_line_error(run_epoch("train" + std::string(kQuick) + " --epochs 1 --data " +
+                                               classes + " --val-split 0.3 --out " + (dir / "r3"),
+                                           dir),
+                                 1, "has 3");
 }
 
 TEST(ImageCli, BenchPipelineEndToEndAndSweep) {
@@ -168,6 +174,13 @@ TEST(ImageCli, BenchPipelineEndToEndAndSweep) {
   EXPECT_EQ(sj[3]["workers"], 1);
   testing::expect_one_line_error(run_epoch("bench --pipeline --model catdog", dir), 1, "--data");
   testing::expect_one_line_error(run_epoch("bench --compare tensorflow", dir), 1, "tensorflow");
+  testing::expect_one_line_error(
+      run_epoch("bench --compare pytorch --steps 10 --reference-dir " + (dir / "nowhere"), dir), 1,
+      "run_torch.sh");
+  testing::expect_one_line_error(
+      run_epoch("bench --pipeline --compare pytorch --model cifar10-tf --data " + (dir / "data"),
+                dir),
+      1, "catdog");
 }
 
 }  // namespace

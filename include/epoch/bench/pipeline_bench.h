@@ -5,9 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace epoch::bench {
 
@@ -16,8 +15,8 @@ struct PipelineBenchConfig {
   std::string data;              // as `epoch train --data` (image folders are what it is for)
   int workers = 1;               // loader threads for the parallel measurement
   std::int64_t batch_size = 32;
-  std::int64_t images = 1000;    // images per measurement (cycling over the data)
-  bool augment = true;           // the model's recipe augmentation, else the evaluation resize
+  std::int64_t images = 1000;  // images per measurement (cycling over the data)
+  bool augment = true;         // the model's recipe augmentation, else the evaluation resize
   std::uint64_t seed = 0;
 };
 
@@ -25,12 +24,12 @@ struct PipelineBenchResult {
   PipelineBenchConfig config;
   std::int64_t dataset_images = 0;
   double mean_file_kib = 0, mean_source_width = 0, mean_source_height = 0;  // as decoded
-  std::string output;              // "3x64x64"
-  std::string augmentation;        // AugmentConfig::describe()
-  double read_per_s = 0;           // one thread: file reads alone (page cache)
-  double decode_per_s = 0;         // one thread: read + decode (DCT-scaled)
-  double per_core_per_s = 0;       // one thread: read + decode + augment + preprocess
-  double workers_per_s = 0;        // the Loader with `workers` threads, whole batches
+  std::string output;                                                       // "3x64x64"
+  std::string augmentation;   // AugmentConfig::describe()
+  double read_per_s = 0;      // one thread: file reads alone (page cache)
+  double decode_per_s = 0;    // one thread: read + decode (DCT-scaled)
+  double per_core_per_s = 0;  // one thread: read + decode + augment + preprocess
+  double workers_per_s = 0;   // the Loader with `workers` threads, whole batches
   nlohmann::json to_json() const;
 };
 
@@ -42,7 +41,7 @@ struct EndToEndBenchConfig {
   std::string device = "cpu";
   std::int64_t batch_size = 32;
   int threads = 0;
-  int workers = -1;                // -1: as `epoch train` chooses
+  int workers = -1;  // -1: as `epoch train` chooses
   int prefetch = 2;
   std::int64_t cache_mib = 1024;
   /// Fill the decoded-image cache before timing (the steady state of epochs 2+); false times
@@ -56,13 +55,13 @@ struct EndToEndBenchConfig {
 struct EndToEndBenchResult {
   EndToEndBenchConfig config;
   int threads_used = 0, workers_used = 0;
-  double images_per_s = 0;          // timed steps: images / total time
-  double step_ms = 0;               // mean step time
+  double images_per_s = 0;  // timed steps: images / total time
+  double step_ms = 0;       // mean step time
   double wait_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;  // means per step
   double compute_only_images_per_s = 0;  // the same model and batch on in-memory data
   double fraction_of_compute = 0;        // images_per_s / compute_only_images_per_s
   std::int64_t cached_images = 0, dataset_images = 0;
-  std::string verdict;              // one line: the bottleneck and what to change
+  std::string verdict;  // one line: the bottleneck and what to change
   nlohmann::json to_json() const;
 };
 
