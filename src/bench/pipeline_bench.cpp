@@ -184,7 +184,8 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   const data::SampleSource& source = *data.train;
   const data::Preprocessing pre = train::preprocessing_for(tc, model.spec);
   r.dataset_images = source.size();
-  r.workers_used = train::resolve_workers(tc, data);
+  r.workers_used =
+      train::resolve_workers(tc, data, parse_device(cfg.device).is_cuda() ? 1 : r.threads_used);
   const auto* folder = dynamic_cast<const data::FolderSource*>(&source);
   if (folder && cfg.warm_cache && cfg.cache_mib > 0) {
     const data::DecodeOptions hint = data::decode_hint(pre, &tc.augment);

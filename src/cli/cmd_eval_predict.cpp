@@ -36,7 +36,7 @@ int run_eval(const EvalOptions& o) {
   data::LoaderConfig config;
   config.batch_size =
       o.batch_size > 0 ? o.batch_size : train::auto_eval_batch_size(t.model.spec, c.batch_size);
-  config.workers = train::resolve_workers(c, data);
+  config.workers = train::resolve_workers(c, data, ops::num_threads());
   config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
   data::Loader loader(*data.val, t.preprocessing, std::nullopt, config, stderr);
   const train::EvalResult r = train::evaluate(*t.model.net, t.model.spec.task, loader, data.val->size());

@@ -165,7 +165,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "Hold out this fraction of each class of an image folder for validation")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--workers", c.workers,
-                  "Input pipeline threads (default: 1 for image files, 0 for in-memory data)")
+                  "Input pipeline threads (default: the cores compute leaves free, for image files)")
       ->check(CLI::Range(0, 64));
   cmd->add_option("--prefetch", c.prefetch, "Batches prepared ahead")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--on-bad-image", c.on_bad_image,

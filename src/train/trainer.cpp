@@ -147,9 +147,14 @@ TrainConfig TrainConfig::from_json(const json& j) {
 }
 
 json TrainResult::to_json() const {
-  json j{{"run_dir", run_dir},       {"checkpoint", checkpoint}, {"epochs", epochs},
-         {"steps", steps},           {"train_loss", train_loss}, {"test_loss", test_loss},
-         {"images_per_s", images_per_s}, {"wall_s", wall_s}};
+  json j{{"run_dir", run_dir},
+         {"checkpoint", checkpoint},
+         {"epochs", epochs},
+         {"steps", steps},
+         {"train_loss", train_loss},
+         {"test_loss", test_loss},
+         {"images_per_s", images_per_s},
+         {"wall_s", wall_s}};
   j["test_accuracy"] = test_accuracy >= 0 ? json(test_accuracy) : json(nullptr);
   return j;
 }
@@ -173,7 +178,8 @@ std::string default_run_dir(const std::string& model) {
 
 void check_config(const TrainConfig& c) {
   if (c.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.epochs);
-  if (c.batch_size < 1) EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.batch_size);
+  if (c.batch_size < 1)
+    EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.batch_size);
   if (c.eval_batch_size < 0) EPOCH_THROW(ConfigError, "eval batch size must be >= 0 (0: auto)");
   if (!(c.optimizer.lr > 0.0f) || !std::isfinite(c.optimizer.lr))
     EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
@@ -243,8 +249,8 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   const Device device = parse_device(c.device);
   if (device.is_cuda() && device.index >= memory::cuda_device_count())
     EPOCH_THROW(ConfigError, "--device ", c.device, ": no such CUDA device (",
-                memory::cuda_device_count(), " visible", EPOCH_WITH_CUDA ? "" : "; built without CUDA",
-                ")");
+                memory::cuda_device_count(), " visible",
+                EPOCH_WITH_CUDA ? "" : "; built without CUDA", ")");
   models::Model model = models::build_model(c.model);
   const models::ModelSpec& spec = model.spec;
   TrainingData data = open_training_data(c, spec);
@@ -252,7 +258,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   c.augment.validate();
   data::LoaderConfig loader_config;
   loader_config.batch_size = c.batch_size;
-  loader_config.workers = resolve_workers(c, data);
+  loader_config.workers = resolve_workers(c, data, device.is_cuda() ? 1 : ops::num_threads());
   loader_config.prefetch = c.prefetch;
   loader_config.seed = c.seed;
   loader_config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
@@ -261,15 +267,16 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   nn::initialize(*model.net, c.seed);
   model.net->to(device);
   nn::FlatParameters flat = nn::flatten_parameters(*model.net);
-  std::unique_ptr<optim::Optimizer> optimizer = optim::make_optimizer(c.optimizer, model.net->parameters());
+  std::unique_ptr<optim::Optimizer> optimizer =
+      optim::make_optimizer(c.optimizer, model.net->parameters());
 
   const std::int64_t n_train = data.train->size();
   const std::int64_t steps_per_epoch = (n_train + c.batch_size - 1) / c.batch_size;
   optim::ScheduleConfig sched = c.schedule;
   sched.base_lr = c.optimizer.lr;
   sched.total_steps = steps_per_epoch * c.epochs;
-  sched.warmup_steps = c.warmup_steps >= 0 ? c.warmup_steps
-                                           : std::min<std::int64_t>(300, sched.total_steps / 10);
+  sched.warmup_steps =
+      c.warmup_steps >= 0 ? c.warmup_steps : std::min<std::int64_t>(300, sched.total_steps / 10);
   std::unique_ptr<optim::LrSchedule> schedule = optim::make_schedule(sched);
 
   if (c.resume) {
@@ -337,7 +344,9 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
       images += count;
       if (!c.quiet) progress.update(s + 1, images, window_sum / static_cast<double>(window_n));
       if (c.log_every > 0 && (global_step + 1) % c.log_every == 0) {
-        metrics.write({{"kind", "step"}, {"epoch", epoch + 1}, {"step", global_step + 1},
+        metrics.write({{"kind", "step"},
+                       {"epoch", epoch + 1},
+                       {"step", global_step + 1},
                        {"loss", window_sum / static_cast<double>(window_n)},
                        {"lr", optimizer->lr()}});
         window_sum = 0.0;
@@ -357,13 +366,18 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
 
     eval = evaluate(*model.net, spec.task, eval_loader, data.val->size());
     const double ips = static_cast<double>(images) / epoch_s;
-    json record{{"kind", "epoch"},           {"epoch", epoch + 1},
-                {"step", global_step},       {"train_loss", result.train_loss},
-                {"test_loss", eval.loss},    {"images_per_s", ips},
-                {"epoch_s", epoch_s},        {"peak_rss_mib", peak_rss_mib()},
-                {"data_wait_s", epoch_wait},
-                {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                            wall_start).count()}};
+    json record{
+        {"kind", "epoch"},
+        {"epoch", epoch + 1},
+        {"step", global_step},
+        {"train_loss", result.train_loss},
+        {"test_loss", eval.loss},
+        {"images_per_s", ips},
+        {"epoch_s", epoch_s},
+        {"peak_rss_mib", peak_rss_mib()},
+        {"data_wait_s", epoch_wait},
+        {"elapsed_s",
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count()}};
     record["test_accuracy"] = eval.accuracy >= 0 ? json(eval.accuracy) : json(nullptr);
     metrics.write(record);
 
@@ -376,11 +390,14 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
     if (!c.quiet) {
       char line[256];
       if (eval.accuracy >= 0)
-        std::snprintf(line, sizeof line, "epoch %lld: train loss %.4f | test loss %.4f | test accuracy %.2f%% | %.0f img/s",
-                      static_cast<long long>(epoch + 1), result.train_loss, eval.loss,
-                      100.0 * eval.accuracy, ips);
+        std::snprintf(
+            line, sizeof line,
+            "epoch %lld: train loss %.4f | test loss %.4f | test accuracy %.2f%% | %.0f img/s",
+            static_cast<long long>(epoch + 1), result.train_loss, eval.loss, 100.0 * eval.accuracy,
+            ips);
       else
-        std::snprintf(line, sizeof line, "epoch %lld: train loss %.5f | test loss %.5f | %.0f img/s",
+        std::snprintf(line, sizeof line,
+                      "epoch %lld: train loss %.5f | test loss %.5f | %.0f img/s",
                       static_cast<long long>(epoch + 1), result.train_loss, eval.loss, ips);
       progress.end_epoch(line);
     }
@@ -389,10 +406,11 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   result.steps = global_step;
   result.test_loss = eval.loss;
   result.test_accuracy = eval.accuracy;
-  result.images_per_s = train_seconds > 0 ? static_cast<double>(images_this_run) / train_seconds : 0;
+  result.images_per_s =
+      train_seconds > 0 ? static_cast<double>(images_this_run) / train_seconds : 0;
   result.data_wait_fraction = train_seconds > 0 ? wait_seconds / train_seconds : 0.0;
-  result.skipped_images =
-      static_cast<std::int64_t>(loader.stats().bad_files.size() + eval_loader.stats().bad_files.size());
+  result.skipped_images = static_cast<std::int64_t>(loader.stats().bad_files.size() +
+                                                    eval_loader.stats().bad_files.size());
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

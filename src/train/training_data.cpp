@@ -1,7 +1,9 @@
 // Resolving --data into sample sources (see training_data.h).
 #include "epoch/train/training_data.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "epoch/data/cifar10.h"
 
@@ -163,9 +165,11 @@ std::int64_t auto_eval_batch_size(const models::ModelSpec& spec, std::int64_t tr
   return std::max(train_batch, std::min<std::int64_t>(1000, (std::int64_t{1} << 20) / values));
 }
 
-int resolve_workers(const TrainConfig& c, const TrainingData& d) {
+int resolve_workers(const TrainConfig& c, const TrainingData& d, int compute_threads) {
   if (c.workers >= 0) return c.workers;
-  return d.from_files() ? 1 : 0;
+  if (!d.from_files()) return 0;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores - compute_threads, 0, 4);
 }
 
 }  // namespace epoch::train

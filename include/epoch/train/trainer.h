@@ -33,7 +33,7 @@ struct TrainConfig {
   std::string val_data;
   /// Keras validation_split: hold out this fraction of each class of an image folder.
   double val_split = 0.0;
-  int workers = -1;        // loader threads; -1: 1 for image files, 0 for in-memory data
+  int workers = -1;        // loader threads; -1: auto (resolve_workers, training_data.h)
   int prefetch = 2;        // batches made ahead
   std::string on_bad_image = "skip";  // skip | fail
   std::int64_t cache_mib = 1024;      // decoded-image cache of an image folder (0: off)

@@ -34,7 +34,10 @@ data::Preprocessing preprocessing_for(const TrainConfig& config, const models::M
 /// 85 of catdog's), at least `train_batch`, so large inputs need no gigabytes of activations.
 std::int64_t auto_eval_batch_size(const models::ModelSpec& spec, std::int64_t train_batch);
 
-/// Loader workers for --workers -1 (auto): 1 for image files, 0 for in-memory data.
-int resolve_workers(const TrainConfig& config, const TrainingData& data);
+/// Loader workers for --workers -1 (auto): for image files, the cores compute leaves free
+/// (at most 4), else 0, so batches are made between steps on all cores instead of by a thread
+/// that takes a core from compute (measured, docs/BENCHMARKS.md G); 0 for in-memory data.
+/// `compute_threads`: the threads compute runs on.
+int resolve_workers(const TrainConfig& config, const TrainingData& data, int compute_threads);
 
 }  // namespace epoch::train
