@@ -32,14 +32,15 @@ int run_eval(const EvalOptions& o) {
     c.val_split = 0.0;
   }
   if (o.limit > 0) c.limit_test = o.limit;
-  const train::TrainingData data = train::open_training_data(c, t.model.spec);
+  const std::unique_ptr<data::SampleSource> source =
+      train::open_evaluation_data(c, t.model.spec, t.class_names);
   data::LoaderConfig config;
   config.batch_size =
       o.batch_size > 0 ? o.batch_size : train::auto_eval_batch_size(t.model.spec, c.batch_size);
-  config.workers = train::resolve_workers(c, data, ops::num_threads());
+  config.workers = c.workers >= 0 ? c.workers : 0;
   config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
-  data::Loader loader(*data.val, t.preprocessing, std::nullopt, config, stderr);
-  const train::EvalResult r = train::evaluate(*t.model.net, t.model.spec.task, loader, data.val->size());
+  data::Loader loader(*source, t.preprocessing, std::nullopt, config, stderr);
+  const train::EvalResult r = train::evaluate(*t.model.net, t.model.spec.task, loader, source->size());
   if (o.json) {
     nlohmann::json j{{"checkpoint", o.checkpoint}, {"model", t.model.spec.name},
                      {"samples", r.count},         {"test_loss", r.loss}};

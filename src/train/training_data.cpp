@@ -81,7 +81,27 @@ void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& 
   d.kind = "image-folder";
 }
 
+/// A folder of class subfolders alone (no train/, IDX or CIFAR-10 files in it).
+bool is_class_folder(const std::string& data) {
+  if (data.empty() || data == "synthetic" || data.rfind("cifar10:", 0) == 0) return false;
+  const fs::path dir = data;
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && !has_idx(dir) && !path_exists(dir / "data_batch_1.bin") &&
+         !path_exists(dir / "cifar-10-batches-bin" / "data_batch_1.bin") &&
+         !fs::is_directory(dir / "train", ec);
+}
+
 }  // namespace
+
+std::unique_ptr<data::SampleSource> open_evaluation_data(
+    const TrainConfig& c, const models::ModelSpec& spec,
+    const std::vector<std::string>& class_names) {
+  if (is_class_folder(c.data) && c.val_data.empty() && c.val_split <= 0.0) {
+    data::ImageFolder folder = data::scan_image_folder(c.data, class_names);
+    return std::make_unique<data::FolderSource>(take_first(std::move(folder), c.limit_test), 0);
+  }
+  return std::move(open_training_data(c, spec).val);
+}
 
 TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& spec) {
   TrainingData d;

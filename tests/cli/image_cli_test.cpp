@@ -91,6 +91,12 @@ TEST(ImageCli, TrainsOnAnImageFolderAndPredictsWithItsPreprocessing) {
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NEAR(nlohmann::json::parse(e.out)["test_accuracy"].get<double>(),
               j["test_accuracy"].get<double>(), 1e-9);
+  // ... and a folder of class subfolders is evaluated as a whole.
+  const CommandResult f = run_epoch("eval " + (dir / "run/checkpoints/last.safetensors") +
+                                        " --data " + (dir / "data/validation") + " --json",
+                                    dir);
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(nlohmann::json::parse(f.out)["samples"], 16);
 }
 
 TEST(ImageCli, BadFilesAreSkippedAndCountedOrStopTheRun) {

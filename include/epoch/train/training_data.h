@@ -27,6 +27,13 @@ struct TrainingData {
 /// the fix in the message (e.g. the model is binary but the data has 10 classes).
 TrainingData open_training_data(const TrainConfig& config, const models::ModelSpec& spec);
 
+/// What `epoch eval` evaluates on: a folder of class subfolders as a whole (read with the
+/// checkpoint's `class_names`, which must all be there), else open_training_data's validation
+/// source.
+std::unique_ptr<data::SampleSource> open_evaluation_data(
+    const TrainConfig& config, const models::ModelSpec& spec,
+    const std::vector<std::string>& class_names);
+
 /// The preprocessing of a model's inputs under `config` (size from the model's spec).
 data::Preprocessing preprocessing_for(const TrainConfig& config, const models::ModelSpec& spec);
 
