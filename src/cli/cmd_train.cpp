@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "epoch/data/loader.h"
 #include "epoch/train/recipe.h"
 #include "epoch/train/trainer.h"
 
@@ -106,6 +107,9 @@ train::TrainConfig config_from_flags(const TrainOptions& o) {
     c.augment.contrast_max = o.contrast[1];
   }
   c.augment.validate();
+  (void)data::parse_on_bad_image(c.on_bad_image);  // bad words fail before any work
+  if (c.resize != "stretch" && c.resize != "center_crop")
+    EPOCH_THROW(ConfigError, "--resize ", c.resize, ": expected stretch or center_crop");
   return c;
 }
 
