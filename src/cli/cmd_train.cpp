@@ -54,6 +54,8 @@ train::TrainConfig config_from_flags(const TrainOptions& o) {
   take("--cache-mib", &train::TrainConfig::cache_mib);
   take("--rescale", &train::TrainConfig::rescale);
   take("--standardize", &train::TrainConfig::standardize);
+  take("--mean", &train::TrainConfig::mean);
+  take("--std", &train::TrainConfig::std);
   take("--resize", &train::TrainConfig::resize);
   take("--epochs", &train::TrainConfig::epochs);
   take("--batch-size", &train::TrainConfig::batch_size);
@@ -195,6 +197,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fill-mode", a.fill_mode, "Outside the image: nearest or constant");
   cmd->add_option("--rescale", c.rescale, "Pixel scale factor (default 1/255)");
   cmd->add_option("--standardize", c.standardize, "Per-image standardization (true/false)");
+  cmd->add_option("--mean", c.mean, "Per-channel mean to subtract after rescale (R,G,B)")
+      ->delimiter(',');
+  cmd->add_option("--std", c.std, "Per-channel std to divide by after rescale (R,G,B)")
+      ->delimiter(',');
   cmd->add_option("--resize", c.resize, "Evaluation resize of other-sized images: stretch or center_crop");
   cmd->add_option("--epochs", c.epochs, "Epochs to train")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--batch-size", c.batch_size, "Samples per step")->capture_default_str()->check(CLI::PositiveNumber);

@@ -15,11 +15,16 @@ namespace {
 
 // Library messages end with " [at file:line]" or " [check ... failed at file:line]" for
 // developers; users see the message alone unless EPOCH_DEBUG is set.
-std::string user_message(const std::string& what) {
+// A message that wraps another carries both suffixes, so they are removed from the end
+// one after the other.
+std::string user_message(std::string what) {
   if (std::getenv("EPOCH_DEBUG") != nullptr) return what;
-  const std::size_t pos = what.rfind(" [");
-  if (pos != std::string::npos && what.back() == ']') return what.substr(0, pos);
-  return what;
+  for (;;) {
+    const std::size_t pos = what.rfind(" [");
+    if (pos == std::string::npos || what.empty() || what.back() != ']') return what;
+    if (what.compare(pos, 5, " [at ") != 0 && what.compare(pos, 9, " [check `") != 0) return what;
+    what.resize(pos);
+  }
 }
 
 }  // namespace

@@ -93,6 +93,8 @@ json TrainConfig::to_json() const {
               {"augment", augment.to_json()},
               {"rescale", rescale},
               {"standardize", standardize},
+              {"mean", mean},
+              {"std", std},
               {"resize", resize}};
 }
 
@@ -139,6 +141,8 @@ TrainConfig TrainConfig::from_json(const json& j) {
     if (j.contains("augment")) c.augment = data::AugmentConfig::from_json(j.at("augment"));
     c.rescale = j.value("rescale", 1.0f / 255.0f);
     c.standardize = j.value("standardize", false);
+    c.mean = j.value("mean", std::vector<float>{});
+    c.std = j.value("std", std::vector<float>{});
     c.resize = j.value("resize", std::string("stretch"));
   } catch (const json::exception& e) {
     EPOCH_THROW(ConfigError, "stored run configuration is invalid: ", e.what());

@@ -172,11 +172,17 @@ data::Preprocessing preprocessing_for(const TrainConfig& c, const models::ModelS
   data::Preprocessing p;
   p.rescale = c.rescale;
   p.standardize = c.standardize;
+  p.mean = c.mean;
+  p.std = c.std;
   p.resize = c.resize;
   p.channels = spec.input[0];
   p.height = spec.input[1];
   p.width = spec.input[2];
-  p.validate();
+  try {
+    p.validate();
+  } catch (const InvalidArgument& e) {
+    EPOCH_THROW(ConfigError, "--mean/--std/--resize: ", e.what());
+  }
   return p;
 }
 

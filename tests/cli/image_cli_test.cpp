@@ -139,6 +139,11 @@ TEST(ImageCli, ValidationSplitAndErrors) {
                     " --val-split 0.3 --out " + (dir / "r2") + " --json",
                 dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  testing::expect_one_line_error(
+      run_epoch("train" + std::string(kQuick) + " --epochs 1 --data " + classes +
+                    " --val-split 0.3 --mean 0.5,0.5 --out " + (dir / "r4"),
+                dir),
+      1, "2 means for 3 channels");
   fs::create_directories(dir / "data/train/third");
   data::write_png(dir / "data/train/third/x.png", drawn(0, 1, 30, 30));
   testing::expect_one_line_error(run_epoch("train" + std::string(kQuick) + " --epochs 1 --data " +

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,7 @@ struct TrainConfig {
   /// images of another size are resized for evaluation and prediction.
   float rescale = 1.0f / 255.0f;
   bool standardize = false;
+  std::vector<float> mean, std;  // per-channel normalization after rescale (empty: none)
   std::string resize = "stretch";
   std::int64_t epochs = 3;
   // The default recipe (Adam 2e-3, batch 32, linear warm-up then cosine to 0) is the one that
