@@ -186,15 +186,21 @@ void print_compute(const json& r) {
 }
 
 void print_pipeline(const json& r) {
-  std::printf(
-      "pipeline %s -> %s, augmentation: %s (%lld images; decoded %.0fx%.0f, %.1f KiB files)\n",
-      r["data"].get<std::string>().c_str(), r["output"].get<std::string>().c_str(),
-      r["augmentation"].get<std::string>().c_str(), r["dataset_images"].get<long long>(),
-      r["mean_decoded_width"].get<double>(), r["mean_decoded_height"].get<double>(),
-      r["mean_file_kib"].get<double>());
-  std::printf("  one core: read %.0f/s, read+decode %.0f/s, read+decode+augment %.0f images/s\n",
-              r["read_per_s"].get<double>(), r["decode_per_s"].get<double>(),
-              r["per_core_per_s"].get<double>());
+  const bool files = r["mean_file_kib"].get<double>() > 0;
+  std::printf("pipeline %s -> %s, augmentation: %s (%lld images",
+              r["data"].get<std::string>().c_str(), r["output"].get<std::string>().c_str(),
+              r["augmentation"].get<std::string>().c_str(), r["dataset_images"].get<long long>());
+  if (files)
+    std::printf("; decoded %.0fx%.0f, %.1f KiB files)\n", r["mean_decoded_width"].get<double>(),
+                r["mean_decoded_height"].get<double>(), r["mean_file_kib"].get<double>());
+  else
+    std::printf(", in memory)\n");
+  if (files)
+    std::printf("  one core: read %.0f/s, read+decode %.0f/s, read+decode+augment %.0f images/s\n",
+                r["read_per_s"].get<double>(), r["decode_per_s"].get<double>(),
+                r["per_core_per_s"].get<double>());
+  else
+    std::printf("  one core: augment %.0f images/s\n", r["per_core_per_s"].get<double>());
   std::printf("  loader, %d workers: %.0f images/s\n", r["workers"].get<int>(),
               r["workers_per_s"].get<double>());
   if (r.contains("ratio_vs_pytorch"))
