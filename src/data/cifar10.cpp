@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include <utility>
 
 #include "epoch/tensor/error.h"
+#include "epoch/tensor/file_io.h"
 
 namespace epoch::data {
 namespace {
@@ -33,22 +33,6 @@ constexpr int kMaxTrainFiles = 5;
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-/// Closes a file descriptor on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 /// IoError unless `size` bytes are a non-empty whole number of records.
 void check_record_bytes(const std::string& name, std::uint64_t size) {
@@ -89,7 +73,7 @@ void unpack_records(const std::uint8_t* records,  // (n, 3073)
 /// Reads the whole of `path` into `out` with one read loop; `expected` is its size from stat.
 void read_whole_file(const std::string& path, std::uint64_t expected,
                      std::vector<std::uint8_t>& out) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) fail(path, "cannot open: " + errno_text(errno));
   out.resize(expected);
   std::uint64_t got = 0;
@@ -118,50 +102,6 @@ std::vector<std::string> meta_class_names(const std::string& dir) {
     names.push_back(line.substr(first, last - first + 1));
   }
   return names.size() == 10 ? names : cifar10_class_names();
-}
-
-/// Writes `bytes` to `target` through a temporary file beside it (fsync, rename, fsync of the
-/// directory), so a failure never leaves a partial file under the target name.
-void write_atomic(const std::string& target, const std::uint8_t* bytes, std::size_t n) {
-  static std::atomic<unsigned> counter{0};
-  std::string tmp;
-  int raw_fd = -1;
-  for (int attempt = 0; attempt < 100 && raw_fd < 0; ++attempt) {
-    tmp = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    raw_fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (raw_fd < 0 && errno != EEXIST) break;
-  }
-  if (raw_fd < 0) fail(target, "cannot create a temporary file beside it: " + errno_text(errno));
-  Fd fd(raw_fd);
-  bool ok = false;
-  struct Cleanup {
-    const std::string& path;
-    const bool& ok;
-    ~Cleanup() {
-      if (!ok) ::unlink(path.c_str());
-    }
-  } cleanup{tmp, ok};
-  std::size_t done = 0;
-  while (done < n) {
-    const ssize_t w = ::write(fd.get(), bytes + done, std::min<std::size_t>(n - done, 1u << 30));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail(target, "write failed: " + errno_text(errno));
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  if (::fsync(fd.get()) != 0) fail(target, "fsync failed: " + errno_text(errno));
-  if (::close(fd.release()) != 0) fail(target, "close failed: " + errno_text(errno));
-  if (::rename(tmp.c_str(), target.c_str()) != 0)
-    fail(target, "cannot rename the temporary file over it: " + errno_text(errno));
-  ok = true;
-  std::string dir = fs::path(target).parent_path().string();
-  if (dir.empty()) dir = ".";
-  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  // Some file systems cannot fsync a directory (EINVAL); the rename is then as durable as
-  // they make it.
-  if (dfd.get() >= 0 && ::fsync(dfd.get()) != 0 && errno != EINVAL)
-    fail(target, "written, but fsync of its directory failed: " + errno_text(errno));
 }
 
 }  // namespace
@@ -289,7 +229,7 @@ void write_cifar10(const std::string& dir, const std::string& split, const Image
     }
     const std::string name =
         split == "test" ? "test_batch.bin" : "data_batch_" + std::to_string(f + 1) + ".bin";
-    write_atomic((fs::path(dir) / name).string(), buffer.data(), buffer.size());
+    write_file_atomic((fs::path(dir) / name).string(), buffer, /*durable=*/true);
   }
   if (split == "train") {
     for (int k = files + 1; k <= kMaxTrainFiles; ++k) {
@@ -300,8 +240,9 @@ void write_cifar10(const std::string& dir, const std::string& split, const Image
   }
   std::string meta;
   for (const std::string& name : names) meta += name + "\n";
-  write_atomic((fs::path(dir) / "batches.meta.txt").string(),
-               reinterpret_cast<const std::uint8_t*>(meta.data()), meta.size());
+  write_file_atomic((fs::path(dir) / "batches.meta.txt").string(),
+                    std::span(reinterpret_cast<const std::uint8_t*>(meta.data()), meta.size()),
+                    /*durable=*/true);
 }
 
 }  // namespace epoch::data

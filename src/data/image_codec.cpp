@@ -11,9 +11,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
+
+#include "epoch/tensor/file_io.h"
 
 namespace epoch::data {
 namespace {
@@ -390,16 +391,6 @@ bool prefix_of(std::span<const std::uint8_t> bytes, const std::uint8_t (&signatu
   return bytes.size() < N && std::equal(bytes.begin(), bytes.end(), signature);
 }
 
-// ---------------------------------------------------------------- files
-
-/// A file descriptor closed on scope exit.
-struct FdGuard {
-  int fd;
-  ~FdGuard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 ImageFormat sniff_image_format(std::span<const std::uint8_t> bytes) {
@@ -427,20 +418,21 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
 }
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
     if (errno == ENOENT) EPOCH_THROW(IoError, path, ": no such file");
     EPOCH_THROW(IoError, path, ": cannot open: ", std::strerror(errno));
   }
   struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) EPOCH_THROW(IoError, path, ": cannot stat: ", std::strerror(errno));
+  if (::fstat(fd.get(), &st) != 0)
+    EPOCH_THROW(IoError, path, ": cannot stat: ", std::strerror(errno));
   if (S_ISDIR(st.st_mode)) EPOCH_THROW(IoError, path, ": is a directory, not a file");
   std::vector<std::uint8_t> bytes;
   std::size_t got = 0;
   bytes.resize(S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) : 0);
   for (;;) {
     if (got == bytes.size()) bytes.resize(std::max<std::size_t>(2 * bytes.size(), 1 << 16));
-    const ssize_t r = ::read(fd.fd, bytes.data() + got, bytes.size() - got);
+    const ssize_t r = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
     if (r < 0) {
       if (errno == EINTR) continue;
       EPOCH_THROW(IoError, path, ": read error: ", std::strerror(errno));
@@ -491,34 +483,7 @@ void write_jpeg(const std::string& path, const Image& image, int quality, bool p
   const std::vector<std::uint8_t> bytes = encode_jpeg(image, quality, progressive);
   // Atomic replacement without fsync: a reader never sees a half-written image, and datasets
   // of many small files stay fast to write (checkpoints, which must survive a crash, fsync).
-  static std::atomic<unsigned> counter{0};
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0)
-    EPOCH_THROW(IoError, path,
-                ": cannot create a temporary file beside it: ", std::strerror(errno));
-  std::size_t done = 0;
-  int err = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      err = w < 0 ? errno : EIO;
-      break;
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    EPOCH_THROW(IoError, path, ": cannot write JPEG: ", std::strerror(err));
-  }
+  write_file_atomic(path, bytes, /*durable=*/false);
 }
 
 }  // namespace epoch::data

@@ -3,11 +3,9 @@
 #include "epoch/tensor/safetensors.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -277,22 +275,15 @@ TEST_F(SafetensorsTest, FailedSaveLeavesThePreviousFileIntact) {
   EXPECT_EQ(read_bytes(target), before);
 
   // The disk "fills up" half-way through the data: RLIMIT_FSIZE makes write() fail with EFBIG.
-  struct rlimit old_limit {};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
-  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = old_limit;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
   bool threw = false;
   std::string message;
   try {
+    const testing::FileSizeLimit disk_full(4096);
     save_safetensors(target, {{"w", testing::random_tensor({4096}, 3)}}, {{"step", "2"}});
   } catch (const IoError& e) {
     threw = true;
     message = e.what();
   }
-  setrlimit(RLIMIT_FSIZE, &old_limit);
-  std::signal(SIGXFSZ, old_handler);
   EXPECT_TRUE(threw);
   EXPECT_NE(message.find(target), std::string::npos) << message;
   EXPECT_EQ(read_bytes(target), before);

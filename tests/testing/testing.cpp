@@ -123,8 +123,11 @@ double objective(const std::function<Tensor(const std::vector<Tensor>&)>& f,
 }  // namespace epoch::testing
 
 #include <stdlib.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <filesystem>
+#include <stdexcept>
 
 namespace epoch::testing {
 TempDir::TempDir() {
@@ -135,5 +138,24 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+FileSizeLimit::FileSizeLimit(std::uint64_t bytes) {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_FSIZE, &limit) != 0) throw std::runtime_error("getrlimit failed");
+  old_soft_limit_ = limit.rlim_cur;
+  limit.rlim_cur = static_cast<rlim_t>(bytes);
+  old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+  if (setrlimit(RLIMIT_FSIZE, &limit) != 0) {
+    std::signal(SIGXFSZ, old_handler_);
+    throw std::runtime_error("setrlimit(RLIMIT_FSIZE) failed");
+  }
+}
+FileSizeLimit::~FileSizeLimit() {
+  struct rlimit limit {};
+  getrlimit(RLIMIT_FSIZE, &limit);
+  limit.rlim_cur = static_cast<rlim_t>(old_soft_limit_);
+  setrlimit(RLIMIT_FSIZE, &limit);
+  std::signal(SIGXFSZ, old_handler_);
 }
 }  // namespace epoch::testing

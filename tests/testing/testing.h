@@ -53,4 +53,18 @@ class TempDir {
  private:
   std::string path_;
 };
+
+/// While alive, writes that would make a file longer than `bytes` fail with EFBIG (the disk
+/// "fills up"): RLIMIT_FSIZE lowered, SIGXFSZ ignored; both restored when destroyed.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(std::uint64_t bytes);
+  ~FileSizeLimit();
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  std::uint64_t old_soft_limit_ = 0;
+  void (*old_handler_)(int) = nullptr;
+};
 }  // namespace epoch::testing
