@@ -28,6 +28,10 @@ DecodeOptions decode_hint(const Preprocessing& pre, const AugmentConfig* augment
 
 namespace {
 
+// Who may touch a slot's buffers: free, nobody (a worker claims it under the lock); filling, the
+// worker that claimed it, without the lock; ready, nobody until the consumer takes it under the
+// lock; held, the consumer. Everything else changes only under the lock, and order_ and epoch_
+// (which fillers read unlocked) only while no slot is filling: start_epoch waits for that.
 enum class SlotState { free, filling, ready, held };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -62,7 +66,12 @@ Loader::Loader(const SampleSource& source, Preprocessing preprocessing,
   hint_ = decode_hint(pre_, augment_ ? &*augment_ : nullptr);
   const int n_slots = config_.workers == 0 ? 1 : std::max(config_.prefetch, config_.workers) + 1;
   for (int i = 0; i < n_slots; ++i) slots_.push_back(std::make_unique<Slot>());
-  for (int i = 0; i < config_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+  try {
+    for (int i = 0; i < config_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+  } catch (...) {
+    stop_workers();  // a thread failed to start: the destructor will not run to join the others
+    throw;
+  }
 }
 
 Loader::~Loader() { stop_workers(); }

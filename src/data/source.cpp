@@ -137,20 +137,33 @@ FolderSource::FolderSource(ImageFolder folder, std::int64_t cache_bytes)
 }
 
 FolderSource::~FolderSource() {
+  delete cache_options_.load();
   if (!cache_) return;
   for (std::size_t i = 0; i < folder_.files.size(); ++i) delete cache_[i].load();
 }
 
+// Thread safety: a cache slot and cache_options_ go from null to an object once (compare-
+// exchange, release on success) and are read with acquire, so a reader sees the object whole.
+// The byte budget is reserved (fetch_add) before anything is allocated and given back when the
+// insert is refused or lost; while a reservation is in flight the count may exceed the budget
+// and refuse another insert, which only changes what is cached, never what fetch returns.
 ImageView FolderSource::fetch(std::int64_t i, const DecodeOptions& hint, Image& scratch) const {
   const auto slot = static_cast<std::size_t>(i);
-  // The cache holds images decoded for one hint (the first one asked for); others bypass it.
+  // The cache holds images decoded with one set of options (the first asked for); others
+  // bypass it.
   bool cacheable = false;
   if (cache_) {
-    std::int64_t expected = -1;
-    cache_hint_w_.compare_exchange_strong(expected, hint.min_width);
-    expected = -1;
-    cache_hint_h_.compare_exchange_strong(expected, hint.min_height);
-    cacheable = cache_hint_w_.load() == hint.min_width && cache_hint_h_.load() == hint.min_height;
+    const DecodeOptions* options = cache_options_.load(std::memory_order_acquire);
+    if (options == nullptr) {
+      auto* mine = new DecodeOptions(hint);
+      if (cache_options_.compare_exchange_strong(options, mine, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire)) {
+        options = mine;
+      } else {
+        delete mine;  // another thread set them first; `options` now holds theirs
+      }
+    }
+    cacheable = *options == hint;
     if (cacheable) {
       if (const Image* hit = cache_[slot].load(std::memory_order_acquire)) return ImageView::of(*hit);
     }
@@ -161,7 +174,8 @@ ImageView FolderSource::fetch(std::int64_t i, const DecodeOptions& hint, Image& 
     if (cached_bytes_.fetch_add(bytes) + bytes <= cache_bytes_) {
       auto* copy = new Image(scratch);
       const Image* none = nullptr;
-      if (cache_[slot].compare_exchange_strong(none, copy, std::memory_order_acq_rel)) {
+      if (cache_[slot].compare_exchange_strong(none, copy, std::memory_order_acq_rel,
+                                               std::memory_order_acquire)) {
         return ImageView::of(*copy);
       }
       delete copy;  // another thread cached it first

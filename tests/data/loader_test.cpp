@@ -1,17 +1,22 @@
 // The input pipeline: image-folder scanning and splitting, the decoded-image cache, and the
 // loader's guarantees (identical batches for any worker count, bad images skipped or fatal,
-// worker exceptions reaching the consumer, clean shutdown mid-epoch).
+// worker exceptions reaching the consumer, clean shutdown mid-epoch). The threaded tests are
+// meant to run under ThreadSanitizer too (OMP_NUM_THREADS=1: libgomp is not instrumented).
 #include "epoch/data/loader.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <latch>
 #include <numeric>
+#include <thread>
 
 #include "epoch/data/image.h"
+#include "epoch/data/image_codec.h"
 #include "epoch/data/source.h"
 #include "testing/testing.h"
 
@@ -298,6 +303,144 @@ TEST(LoaderTest, StopsCleanlyMidEpochAndRestarts) {
     ASSERT_NE(loader.next(), nullptr);
   }  // destroyed with work in flight: must join without hanging
   EXPECT_THROW(Loader(source, pre_of(3, 4, 4), std::nullopt, LoaderConfig{0}, nullptr), InvalidArgument);
+}
+
+
+/// Whether `view` came from the source's cache rather than the caller's scratch image.
+bool from_cache(const ImageView& view, const Image& scratch) {
+  return view.data != scratch.pixels.data();
+}
+
+TEST(LoaderTest, CacheServesOnlyTheDecodeRequestItWasFilledFor) {
+  testing::TempDir dir;
+  make_folder(dir.path(), 2);
+  FolderSource source(scan_image_folder(dir.path()), 1 << 20);
+  Image scratch;
+  const DecodeOptions plain;
+  source.fetch(0, plain, scratch);  // decoded, then cached
+  const std::int64_t cached = source.cached_bytes();
+  EXPECT_GT(cached, 0);
+  EXPECT_TRUE(from_cache(source.fetch(0, plain, scratch), scratch));
+  // Any other request decodes afresh and leaves the cache alone, like read_image would.
+  DecodeOptions limited = plain;
+  limited.max_pixels = 10;
+  EXPECT_THROW(source.fetch(0, limited, scratch), IoError);
+  DecodeOptions upright = plain;
+  upright.apply_exif_orientation = false;
+  EXPECT_FALSE(from_cache(source.fetch(0, upright, scratch), scratch));
+  DecodeOptions larger = plain;
+  larger.min_width = 4;
+  EXPECT_FALSE(from_cache(source.fetch(1, larger, scratch), scratch));
+  EXPECT_EQ(source.cached_bytes(), cached);
+}
+
+TEST(LoaderTest, ConcurrentCacheFillsKeepTheBudgetExact) {
+  // Eight threads fetch every sample at once, four forwards and four backwards, through a
+  // cache that holds about two thirds of the set: inserts race with each other (same sample) and
+  // with budget refusals. Half the threads ask with another hint; the first hint to arrive owns
+  // the cache.
+  testing::TempDir dir;
+  make_folder(dir.path(), 5);
+  const ImageFolder folder = scan_image_folder(dir.path());
+  const auto n = static_cast<std::int64_t>(folder.files.size());
+  std::vector<Image> decoded;
+  std::int64_t total = 0;
+  for (const std::string& f : folder.files) {
+    decoded.push_back(read_image(f));
+    total += static_cast<std::int64_t>(decoded.back().pixels.size() + sizeof(Image));
+  }
+  DecodeOptions hints[2];
+  hints[1].min_width = 4;  // PNGs decode at full size either way
+  for (int trial = 0; trial < 5; ++trial) {
+    const std::int64_t budget = total * 2 / 3;
+    FolderSource source(folder, budget);
+    std::latch start(8);
+    std::atomic<int> mismatches{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        start.arrive_and_wait();
+        Image scratch;
+        for (std::int64_t k = 0; k < n; ++k) {
+          const std::int64_t i = t / 2 % 2 ? k : n - 1 - k;  // pairs race on each sample
+          const ImageView v = source.fetch(i, hints[t % 2], scratch);
+          const Image& want = decoded[static_cast<std::size_t>(i)];
+          if (v.width != want.width || v.height != want.height ||
+              std::memcmp(v.data, want.pixels.data(), want.pixels.size()) != 0)
+            mismatches.fetch_add(1);
+        }
+      });
+    for (std::thread& th : threads) th.join();
+    EXPECT_EQ(mismatches.load(), 0);
+    // Exactly one hint owns the cache, and the byte count is exactly what it holds.
+    std::int64_t held[2] = {0, 0};
+    for (int h = 0; h < 2; ++h)
+      for (std::int64_t i = 0; i < n; ++i) {
+        Image scratch;
+        if (from_cache(source.fetch(i, hints[h], scratch), scratch))
+          held[h] += static_cast<std::int64_t>(decoded[static_cast<std::size_t>(i)].pixels.size() +
+                                               sizeof(Image));  // what the cache counts
+      }
+    EXPECT_TRUE((held[0] > 0) != (held[1] > 0)) << held[0] << " " << held[1];
+    EXPECT_EQ(source.cached_bytes(), held[0] + held[1]);
+    EXPECT_LE(source.cached_bytes(), budget);
+    EXPECT_LT(source.cached_bytes(), total);
+  }
+}
+
+
+TEST(LoaderTest, ManyWorkersRestartedAndDestroyedMidEpochMatchTheSerialLoader) {
+  // Eight workers, one batch ahead, one sample per batch, over a cache smaller than the set;
+  // epochs abandoned part-way and the loader destroyed with batches in flight.
+  testing::TempDir dir;
+  make_folder(dir.path(), 8);
+  const ImageFolder folder = scan_image_folder(dir.path());
+  std::int64_t total = 0;
+  for (const std::string& f : folder.files)
+    total += static_cast<std::int64_t>(read_image(f).pixels.size() + sizeof(Image));
+  FolderSource plain(folder, 0);
+  FolderSource cached(folder, total / 3);
+  const Preprocessing pre = pre_of(3, 8, 8);
+  LoaderConfig serial;
+  serial.batch_size = 1;
+  serial.seed = 9;
+  LoaderConfig parallel = serial;
+  parallel.workers = 8;
+  parallel.prefetch = 1;
+  std::vector<std::vector<std::vector<float>>> reference, reference_labels(4);
+  std::vector<std::vector<std::int64_t>> orders;
+  {
+    Loader loader(plain, pre, some_augmentation(), serial, nullptr);
+    for (int epoch = 0; epoch < 4; ++epoch) {
+      orders.push_back(epoch_order(plain.size(), 9, epoch, true));
+      reference.push_back(all_batches(loader, epoch, orders.back(),
+                                      &reference_labels[static_cast<std::size_t>(epoch)]));
+      ASSERT_EQ(reference.back().size(), 16u);
+    }
+  }
+  {
+    Loader loader(cached, pre, some_augmentation(), parallel, nullptr);
+    for (std::size_t epoch = 0; epoch < 4; ++epoch) {
+      // Part of another epoch first, abandoned with batches in flight (batches it left behind
+      // would differ from this epoch's).
+      const std::size_t other = (epoch + 1) % 4;
+      loader.start_epoch(static_cast<std::int64_t>(other), orders[other]);
+      for (std::size_t b = 0; b < 1 + 3 * epoch; ++b) {
+        const Batch* batch = loader.next();
+        ASSERT_NE(batch, nullptr);
+        EXPECT_EQ(batch->images.to_vector(), reference[other][b]) << other << ", batch " << b;
+      }
+      std::vector<std::vector<float>> labels;
+      EXPECT_EQ(all_batches(loader, static_cast<std::int64_t>(epoch), orders[epoch], &labels),
+                reference[epoch])
+          << "epoch " << epoch;
+      EXPECT_EQ(labels, reference_labels[epoch]) << "epoch " << epoch;
+    }
+    loader.start_epoch(0, orders[0]);
+    ASSERT_NE(loader.next(), nullptr);
+  }  // destroyed mid-epoch
+  EXPECT_GT(cached.cached_bytes(), 0);
+  EXPECT_LE(cached.cached_bytes(), total / 3);
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct DecodeOptions {
   /// is allocated for it: a guard against decompression bombs (the fuzz targets set it).
   /// 0: no limit beyond 32768 in either dimension.
   std::int64_t max_pixels = 0;
+
+  /// Same request, field by field (the decoded-image cache's key).
+  bool operator==(const DecodeOptions&) const = default;
 };
 
 /// Decodes JPEG (baseline or progressive; gray -> 1 channel; YCbCr, RGB, CMYK and YCCK -> 3

@@ -79,7 +79,8 @@ std::pair<ImageFolder, ImageFolder> split_image_folder(const ImageFolder& folder
 
 /// Images decoded from files on demand. Decoded images are kept while their total size stays
 /// within `cache_bytes` (0: no cache); a cached image is exactly what decoding gives (same
-/// DCT scale), so results never depend on the cache.
+/// DCT scale), so results never depend on the cache. The cache serves one decode request (the
+/// first DecodeOptions fetch() is given); fetches with any other options decode afresh.
 class FolderSource final : public SampleSource {
  public:
   FolderSource(ImageFolder folder, std::int64_t cache_bytes);
@@ -101,7 +102,9 @@ class FolderSource final : public SampleSource {
   mutable std::atomic<std::int64_t> cached_bytes_{0};
   // Slot i holds sample i's decoded image once cached (published with release, never replaced).
   std::unique_ptr<std::atomic<const Image*>[]> cache_;
-  mutable std::atomic<std::int64_t> cache_hint_w_{-1}, cache_hint_h_{-1};
+  // The options the cached images were decoded with: set once, by the first fetch, as a whole
+  // (two separately set fields could end up mixing two requests and match neither).
+  mutable std::atomic<const DecodeOptions*> cache_options_{nullptr};
 };
 
 }  // namespace epoch::data
