@@ -44,10 +44,10 @@ struct Loader::Slot {
   SlotState state = SlotState::free;
   std::int64_t batch = -1;
   std::int64_t generation = -1;
-  Tensor images;  // (capacity, C, H, W) f32
-  Tensor labels;  // (capacity) i32
-  Batch out;      // views of the first `count` rows
-  std::vector<Image> scratch;  // one decode buffer per sample position
+  Tensor images;                                          // (capacity, C, H, W) f32
+  Tensor labels;                                          // (capacity) i32
+  Batch out;                                              // views of the first `count` rows
+  std::vector<Image> scratch;                             // one decode buffer per sample position
   std::vector<std::pair<std::int64_t, std::string>> bad;  // (sample, message), in batch order
   std::exception_ptr error;
 };
@@ -56,7 +56,8 @@ Loader::Loader(const SampleSource& source, Preprocessing preprocessing,
                std::optional<AugmentConfig> augment, LoaderConfig config, std::FILE* warnings)
     : source_(&source), pre_(std::move(preprocessing)), config_(config), warnings_(warnings) {
   pre_.validate();
-  EPOCH_CHECK(config_.batch_size > 0, "Loader: batch size ", config_.batch_size, " must be positive");
+  EPOCH_CHECK(config_.batch_size > 0, "Loader: batch size ", config_.batch_size,
+              " must be positive");
   EPOCH_CHECK(config_.workers >= 0, "Loader: ", config_.workers, " workers");
   EPOCH_CHECK(config_.prefetch >= 1, "Loader: prefetch ", config_.prefetch, " must be at least 1");
   if (augment && augment->enabled()) {
@@ -111,7 +112,8 @@ void Loader::start_epoch(std::int64_t epoch, std::vector<std::int64_t> order) {
   held_ = nullptr;
   epoch_ = epoch;
   order_ = std::move(order);
-  num_batches_ = (static_cast<std::int64_t>(order_.size()) + config_.batch_size - 1) / config_.batch_size;
+  num_batches_ =
+      (static_cast<std::int64_t>(order_.size()) + config_.batch_size - 1) / config_.batch_size;
   next_to_make_ = 0;
   next_to_consume_ = 0;
   lock.unlock();
@@ -126,12 +128,13 @@ void Loader::make_batch(std::int64_t batch, Slot& slot, bool parallel) {
       std::min<std::int64_t>(config_.batch_size, static_cast<std::int64_t>(order_.size()) - begin);
   const std::int64_t sample = pre_.channels * pre_.height * pre_.width;
   if (!slot.images.defined() || slot.images.size(0) < count) {
-    slot.images = Tensor::empty({config_.batch_size, pre_.channels, pre_.height, pre_.width}, DType::f32);
+    slot.images =
+        Tensor::empty({config_.batch_size, pre_.channels, pre_.height, pre_.width}, DType::f32);
     slot.labels = Tensor::empty({config_.batch_size}, DType::i32);
   }
   if (static_cast<std::int64_t>(slot.scratch.size()) < count)
     slot.scratch.resize(static_cast<std::size_t>(count));
-  float* images = slot.images.f32();                    // (B, C, H, W)
+  float* images = slot.images.f32();                        // (B, C, H, W)
   std::int32_t* labels = slot.labels.data<std::int32_t>();  // (B)
   const std::int64_t* indices = order_.data() + begin;
   const ImageDataset* memory = source_->in_memory();
@@ -150,7 +153,8 @@ void Loader::make_batch(std::int64_t batch, Slot& slot, bool parallel) {
       if (plain_copy) {
         preprocess_sample(pre_, memory->images.data<std::uint8_t>() + index * sample, dst);
       } else {
-        const ImageView view = source_->fetch(index, hint_, slot.scratch[static_cast<std::size_t>(i)]);
+        const ImageView view =
+            source_->fetch(index, hint_, slot.scratch[static_cast<std::size_t>(i)]);
         RandomStream rng = sample_stream(config_.seed, epoch_, index);
         transform_sample(view, pre_, augment, rng, dst);
       }
@@ -175,7 +179,8 @@ void Loader::make_batch(std::int64_t batch, Slot& slot, bool parallel) {
       continue;
     }
     if (kept != i) {
-      std::memmove(images + kept * sample, images + i * sample, static_cast<std::size_t>(sample) * sizeof(float));
+      std::memmove(images + kept * sample, images + i * sample,
+                   static_cast<std::size_t>(sample) * sizeof(float));
       labels[kept] = labels[i];
     }
     ++kept;
@@ -231,7 +236,8 @@ void Loader::report_bad(Slot& slot) {
     const std::string name = source_->sample_name(index);
     if (!warned_.insert(name).second) continue;
     stats_.bad_files.push_back(name);
-    if (warnings_) std::fprintf(warnings_, "epoch: warning: skipping bad image: %s\n", message.c_str());
+    if (warnings_)
+      std::fprintf(warnings_, "epoch: warning: skipping bad image: %s\n", message.c_str());
   }
 }
 

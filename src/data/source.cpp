@@ -67,15 +67,15 @@ std::vector<std::string> image_files_under(const fs::path& dir) {
 
 }  // namespace
 
-ImageFolder scan_image_folder(const std::string& dir,
-                              const std::vector<std::string>& class_names) {
+ImageFolder scan_image_folder(const std::string& dir, const std::vector<std::string>& class_names) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) EPOCH_THROW(IoError, dir, ": no such folder");
   ImageFolder folder;
   folder.root = dir;
   if (class_names.empty()) {
     for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
-      if (e.is_directory() && !hidden(e.path())) folder.class_names.push_back(e.path().filename().string());
+      if (e.is_directory() && !hidden(e.path()))
+        folder.class_names.push_back(e.path().filename().string());
     if (ec) EPOCH_THROW(IoError, dir, ": cannot list: ", ec.message());
     std::sort(folder.class_names.begin(), folder.class_names.end());
     if (folder.class_names.empty())
@@ -100,8 +100,7 @@ ImageFolder scan_image_folder(const std::string& dir,
   return folder;
 }
 
-std::pair<ImageFolder, ImageFolder> split_image_folder(const ImageFolder& folder,
-                                                       double fraction) {
+std::pair<ImageFolder, ImageFolder> split_image_folder(const ImageFolder& folder, double fraction) {
   if (!(fraction > 0.0 && fraction < 1.0))
     EPOCH_THROW(ConfigError, "validation split ", fraction, " must be between 0 and 1");
   ImageFolder train{folder.root, folder.class_names, {}, {}};
@@ -111,7 +110,8 @@ std::pair<ImageFolder, ImageFolder> split_image_folder(const ImageFolder& folder
   while (begin < folder.files.size()) {
     std::size_t end = begin;
     while (end < folder.files.size() && folder.labels[end] == folder.labels[begin]) ++end;
-    const auto n_val = static_cast<std::size_t>(std::floor(fraction * static_cast<double>(end - begin)));
+    const auto n_val =
+        static_cast<std::size_t>(std::floor(fraction * static_cast<double>(end - begin)));
     for (std::size_t i = begin; i < end; ++i) {
       ImageFolder& to = i - begin < n_val ? val : train;
       to.files.push_back(folder.files[i]);
@@ -128,8 +128,8 @@ std::pair<ImageFolder, ImageFolder> split_image_folder(const ImageFolder& folder
 
 FolderSource::FolderSource(ImageFolder folder, std::int64_t cache_bytes)
     : folder_(std::move(folder)), cache_bytes_(std::max<std::int64_t>(cache_bytes, 0)) {
-  EPOCH_CHECK(folder_.files.size() == folder_.labels.size(), "FolderSource: ",
-              folder_.files.size(), " files but ", folder_.labels.size(), " labels");
+  EPOCH_CHECK(folder_.files.size() == folder_.labels.size(), "FolderSource: ", folder_.files.size(),
+              " files but ", folder_.labels.size(), " labels");
   if (cache_bytes_ > 0) {
     cache_ = std::make_unique<std::atomic<const Image*>[]>(folder_.files.size());
     for (std::size_t i = 0; i < folder_.files.size(); ++i) cache_[i].store(nullptr);
@@ -165,7 +165,8 @@ ImageView FolderSource::fetch(std::int64_t i, const DecodeOptions& hint, Image& 
     }
     cacheable = *options == hint;
     if (cacheable) {
-      if (const Image* hit = cache_[slot].load(std::memory_order_acquire)) return ImageView::of(*hit);
+      if (const Image* hit = cache_[slot].load(std::memory_order_acquire))
+        return ImageView::of(*hit);
     }
   }
   scratch = read_image(folder_.files[slot], hint);

@@ -45,10 +45,10 @@ struct LoaderConfig {
 
 struct LoaderStats {
   std::int64_t batches = 0, samples = 0;
-  std::int64_t skipped = 0;             // sample fetches skipped as bad images (every epoch)
-  std::vector<std::string> bad_files;   // distinct bad samples, in the order first met
-  double wait_s = 0.0;                  // consumer time spent waiting inside next()
-  double work_s = 0.0;                  // time spent making batches (summed over workers)
+  std::int64_t skipped = 0;            // sample fetches skipped as bad images (every epoch)
+  std::vector<std::string> bad_files;  // distinct bad samples, in the order first met
+  double wait_s = 0.0;                 // consumer time spent waiting inside next()
+  double work_s = 0.0;                 // time spent making batches (summed over workers)
 };
 
 class Loader {
@@ -56,8 +56,7 @@ class Loader {
   /// `source` must outlive the loader. `augment` null or disabled: the deterministic
   /// evaluation transform. Warnings for skipped files go to `warnings` (null: none).
   Loader(const SampleSource& source, Preprocessing preprocessing,
-         std::optional<AugmentConfig> augment, LoaderConfig config,
-         std::FILE* warnings = stderr);
+         std::optional<AugmentConfig> augment, LoaderConfig config, std::FILE* warnings = stderr);
   ~Loader();  // stops and joins the workers, even mid-epoch
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;

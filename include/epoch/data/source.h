@@ -61,8 +61,8 @@ class MemorySource final : public SampleSource {
 struct ImageFolder {
   std::string root;
   std::vector<std::string> class_names;
-  std::vector<std::string> files;     // paths
-  std::vector<std::int32_t> labels;   // one per file
+  std::vector<std::string> files;    // paths
+  std::vector<std::int32_t> labels;  // one per file
 };
 
 /// Scans `dir`. With `class_names` given (a validation folder must use the training classes),
@@ -74,8 +74,7 @@ ImageFolder scan_image_folder(const std::string& dir,
 /// Keras validation_split: in each class the first floor(fraction x count) files (in sorted
 /// order) are validation, the rest training. Returns {training, validation}. ConfigError unless
 /// 0 < fraction < 1 and both parts are non-empty.
-std::pair<ImageFolder, ImageFolder> split_image_folder(const ImageFolder& folder,
-                                                       double fraction);
+std::pair<ImageFolder, ImageFolder> split_image_folder(const ImageFolder& folder, double fraction);
 
 /// Images decoded from files on demand. Decoded images are kept while their total size stays
 /// within `cache_bytes` (0: no cache); a cached image is exactly what decoding gives (same
@@ -86,11 +85,17 @@ class FolderSource final : public SampleSource {
   FolderSource(ImageFolder folder, std::int64_t cache_bytes);
   ~FolderSource() override;
   std::int64_t size() const override { return static_cast<std::int64_t>(folder_.files.size()); }
-  std::int32_t label(std::int64_t i) const override { return folder_.labels[static_cast<std::size_t>(i)]; }
-  std::int64_t num_classes() const override { return static_cast<std::int64_t>(folder_.class_names.size()); }
+  std::int32_t label(std::int64_t i) const override {
+    return folder_.labels[static_cast<std::size_t>(i)];
+  }
+  std::int64_t num_classes() const override {
+    return static_cast<std::int64_t>(folder_.class_names.size());
+  }
   const std::vector<std::string>& class_names() const override { return folder_.class_names; }
   std::string description() const override { return folder_.root; }
-  std::string sample_name(std::int64_t i) const override { return folder_.files[static_cast<std::size_t>(i)]; }
+  std::string sample_name(std::int64_t i) const override {
+    return folder_.files[static_cast<std::size_t>(i)];
+  }
   ImageView fetch(std::int64_t i, const DecodeOptions& hint, Image& scratch) const override;
 
   const ImageFolder& folder() const { return folder_; }
