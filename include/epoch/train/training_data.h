@@ -43,7 +43,8 @@ std::int64_t auto_eval_batch_size(const models::ModelSpec& spec, std::int64_t tr
 
 /// Loader workers for --workers -1 (auto): for image files, the cores compute leaves free
 /// (at most 4), else 0, so batches are made between steps on all cores instead of by a thread
-/// that takes a core from compute (measured, docs/BENCHMARKS.md G); 0 for in-memory data.
+/// that competes with compute (equal within noise on 2 cores, docs/BENCHMARKS.md G); 0 for
+/// in-memory data.
 /// `compute_threads`: the threads compute runs on.
 int resolve_workers(const TrainConfig& config, const TrainingData& data, int compute_threads);
 
