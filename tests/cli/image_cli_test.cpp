@@ -196,3 +196,46 @@ TEST(ImageCli, BenchPipelineEndToEndAndSweep) {
 
 }  // namespace
 }  // namespace epoch
+
+namespace epoch {
+namespace {
+
+TEST(ImageCli, Cifar10RecipesTrainFromBinariesAndPredictFromJpeg) {
+  testing::TempDir dir;
+  ASSERT_EQ(
+      run_epoch("data synth --kind cifar10 --out " + (dir / "c") + " --count 200 --val-count 40",
+                dir)
+          .exit_code,
+      0);
+  const CommandResult r =
+      run_epoch("train --model cifar10-tf --data cifar10:" + (dir / "c/cifar-10-batches-bin") +
+                    " --epochs 1 --threads 1 --log-every 0 --json --out " + (dir / "tf"),
+                dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(dir / "tf/config.json"));
+  EXPECT_EQ(config["batch_size"], 128);  // the TensorFlow recipe
+  EXPECT_EQ(config["resize"], "center_crop");
+  EXPECT_TRUE(config["standardize"].get<bool>());
+  EXPECT_EQ(config["optimizer"]["decay_only"].size(), 2u);
+  EXPECT_EQ(config["augment"]["crop_padding"], 0);
+  // A 32x32 JPEG goes through the same centre crop and standardization.
+  const std::string image = dir / "c/validation/ship";
+  std::string first;
+  for (const auto& e : fs::directory_iterator(image)) first = e.path().string();
+  const CommandResult p = run_epoch(
+      "predict " + (dir / "tf/checkpoints/last.safetensors") + " " + first + " --json", dir);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(nlohmann::json::parse(p.out)["probabilities"].size(), 10u);
+
+  // The JPEG folders of the same images this time (the binaries win when --data is the root).
+  const CommandResult k =
+      run_epoch("train --model cifar10-keras --data " + (dir / "c/train") + " --val-data " +
+                    (dir / "c/validation") + " --epochs 1 --threads 1 --log-every 0 --json --out " +
+                    (dir / "keras"),
+                dir);
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_NE(k.out.find("test_accuracy"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace epoch
