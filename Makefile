@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build train test test-asan fuzz bench clean
+.PHONY: all deps configure build train test test-asan test-tsan fuzz bench clean
 
 all: build
 
@@ -30,6 +30,17 @@ test-asan: deps
 	  -DEPOCH_CUDA=OFF -DEPOCH_BUILD_BENCHMARKS=OFF -DCMAKE_CXX_FLAGS=-O1
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L cpu -LE slow
+
+# ThreadSanitizer over the input pipeline's own threads (the loader's workers, the decoded-image
+# cache), repeated. libgomp is not instrumented, so OpenMP stays at one thread and only the
+# tests that start std::threads run.
+test-tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEPOCH_CUDA=OFF \
+	  -DEPOCH_BUILD_BENCHMARKS=OFF "-DCMAKE_CXX_FLAGS=-O1 -fsanitize=thread" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread
+	cmake --build build-tsan -j $(JOBS) --target data_tests
+	OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/data_tests \
+	  --gtest_filter='LoaderTest.*:ImageFolderTest.*' --gtest_repeat=5 --gtest_brief=1
 
 # libFuzzer runs of the parsers (JPEG/PNG, IDX, safetensors, CIFAR-10), built with clang,
 # ASan and UBSan in build-fuzz: FUZZ_SECONDS per target, starting from the seed corpora in
