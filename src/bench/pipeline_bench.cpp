@@ -34,12 +34,6 @@ train::TrainConfig data_config(const std::string& model, const std::string& data
   return c;
 }
 
-/// Makes sure a bad image in a benchmark is reported, not silently timed.
-void fetch_or_throw(const data::SampleSource& source, std::int64_t i,
-                    const data::DecodeOptions& hint, data::Image& scratch, data::ImageView& view) {
-  view = source.fetch(i, hint, scratch);
-}
-
 }  // namespace
 
 nlohmann::json PipelineBenchResult::to_json() const {
@@ -110,7 +104,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchConfig& cfg) {
     data::ImageView view;
     const auto t0 = Clock::now();
     for (std::int64_t k = 0; k < n; ++k) {
-      fetch_or_throw(source, index(k), hint, scratch, view);
+      view = source.fetch(index(k), hint, scratch);  // a bad image stops the benchmark
       RandomStream rng = data::sample_stream(cfg.seed, 0, index(k));
       data::transform_sample(view, pre, aug, rng, out.data());
     }
@@ -189,23 +183,17 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   const auto* folder = dynamic_cast<const data::FolderSource*>(&source);
   if (folder && cfg.warm_cache && cfg.cache_mib > 0) {
     const data::DecodeOptions hint = data::decode_hint(pre, &tc.augment);
-    std::vector<char> bad(static_cast<std::size_t>(source.size()), 0);
 #pragma omp parallel for schedule(dynamic, 16)
     for (std::int64_t i = 0; i < source.size(); ++i) {
       data::Image scratch;
       try {
         (void)source.fetch(i, hint, scratch);
       } catch (const IoError&) {
-        bad[static_cast<std::size_t>(i)] = 1;  // the loader reports it when met
+        // Not cached; the loader reports it when it meets it.
       }
     }
-    const double per_image = static_cast<double>(folder->cached_bytes()) /
-                             std::max<double>(1.0, static_cast<double>(source.size()));
-    r.cached_images =
-        per_image > 0
-            ? static_cast<std::int64_t>(static_cast<double>(folder->cached_bytes()) / per_image)
-            : 0;
   }
+  if (folder) r.cached_images = folder->cached_images();
 
   const Device device = parse_device(cfg.device);
   nn::initialize(*model.net, cfg.seed);

@@ -43,7 +43,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 struct Loader::Slot {
   SlotState state = SlotState::free;
   std::int64_t batch = -1;
-  std::int64_t generation = -1;
   Tensor images;                                          // (capacity, C, H, W) f32
   Tensor labels;                                          // (capacity) i32
   Batch out;                                              // views of the first `count` rows
@@ -222,7 +221,6 @@ void Loader::worker_loop() {
     const double dt = seconds_since(t0);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      slot->generation = generation;
       slot->state = generation == generation_ ? SlotState::ready : SlotState::free;
       stats_.work_s += dt;
     }

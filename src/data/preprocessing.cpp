@@ -192,22 +192,5 @@ void preprocess_sample(const Preprocessing& p, const std::uint8_t* src, float* d
   }
 }
 
-Tensor Preprocessing::apply(const Tensor& images) const {
-  validate();
-  EPOCH_CHECK(images.defined() && images.dtype() == DType::u8 && images.device().is_cpu(),
-              "Preprocessing::apply: images must be u8 on the CPU");
-  EPOCH_CHECK(images.ndim() == 4 && images.size(1) == channels && images.size(2) == height &&
-                  images.size(3) == width,
-              "Preprocessing::apply: images ", shape_str(images.shape()), " do not match (N, ",
-              channels, ", ", height, ", ", width, ")");
-  const Tensor src = images.contiguous();
-  const std::int64_t n = src.size(0), sample = channels * height * width;
-  Tensor out = Tensor::empty(src.shape(), DType::f32);
-  const std::uint8_t* x = src.data<std::uint8_t>();  // (N, C, H, W)
-  float* y = out.f32();                              // (N, C, H, W)
-#pragma omp parallel for schedule(static) if (n > 1)
-  for (std::int64_t i = 0; i < n; ++i) preprocess_sample(*this, x + i * sample, y + i * sample);
-  return out;
-}
 
 }  // namespace epoch::data

@@ -177,6 +177,7 @@ ImageView FolderSource::fetch(std::int64_t i, const DecodeOptions& hint, Image& 
       const Image* none = nullptr;
       if (cache_[slot].compare_exchange_strong(none, copy, std::memory_order_acq_rel,
                                                std::memory_order_acquire)) {
+        ++cached_images_;
         return ImageView::of(*copy);
       }
       delete copy;  // another thread cached it first

@@ -2,6 +2,9 @@
 // order, Preprocessing's JSON form, synthetic images, and Debian's Fashion-MNIST when present.
 #include "epoch/data/dataset.h"
 
+#include "epoch/data/loader.h"
+#include "epoch/data/source.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <unistd.h>
@@ -238,96 +241,95 @@ TEST(Preprocessing, ForDatasetComputesChannelMeanAndStd) {
   EXPECT_FLOAT_EQ(p.std[1], 1.0f);
 }
 
-// ------------------------------------------------------------------ BatchAssembler
+// ------------------------------------------------- batches of an in-memory dataset (Loader)
 
-TEST(BatchAssembler, AppliesRescaleMeanAndStdPerChannel) {
-  // Three samples of (C, H, W) = (2, 1, 2).
-  const ImageDataset ds = tiny_dataset(
-      {3, 2, 1, 2}, {0, 255, 51, 102, /**/ 255, 255, 0, 0, /**/ 102, 51, 255, 0}, {4, 5, 6}, 7);
+/// The first batch of a loader over `order`.
+Batch first_batch(Loader& loader, std::vector<std::int64_t> order) {
+  loader.start_epoch(0, std::move(order));
+  const Batch* b = loader.next();
+  EXPECT_NE(b, nullptr);
+  return b ? *b : Batch{};
+}
+
+TEST(MemoryBatches, ApplyRescaleMeanAndStdPerChannel) {
+  // Three samples of (C, H, W) = (3, 1, 2).
+  const MemorySource source(tiny_dataset({3, 3, 1, 2},
+                                         {0, 255, 51, 102, 0, 255,     //
+                                          255, 255, 0, 0, 51, 51,      //
+                                          102, 51, 255, 0, 102, 0},
+                                         {4, 5, 6}, 7));
   Preprocessing p;
-  p.channels = 2;
+  p.channels = 3;
   p.height = 1;
   p.width = 2;
-  p.mean = {0.5f, 0.25f};
-  p.std = {0.5f, 2.0f};
-  BatchAssembler assembler(ds, p);
-  const std::vector<std::int64_t> rows = {2, 0};
-  const Batch b = assembler.assemble(rows);
-  EXPECT_EQ(b.images.shape(), (Shape{2, 2, 1, 2}));
+  p.mean = {0.5f, 0.25f, 0.0f};
+  p.std = {0.5f, 2.0f, 1.0f};
+  LoaderConfig config;
+  config.batch_size = 2;
+  Loader loader(source, p, std::nullopt, config, nullptr);
+  const Batch b = first_batch(loader, {2, 0});
+  EXPECT_EQ(b.images.shape(), (Shape{2, 3, 1, 2}));
   EXPECT_EQ(b.images.dtype(), DType::f32);
   // x = (v / 255 - mean[c]) / std[c]: channel 0: 0 -> -1, 51 -> -0.6, 102 -> -0.2, 255 -> 1;
-  // channel 1: 0 -> -0.125, 51 -> -0.025, 102 -> 0.075, 255 -> 0.375.
-  EXPECT_TRUE(
-      testing::allclose(b.images,
-                        Tensor::from_vector({2, 2, 1, 2}, {-0.2f, -0.6f, 0.375f, -0.125f,  //
-                                                           -1.0f, 1.0f, -0.025f, 0.075f}),
-                        1e-6f, 1e-6f));
+  // channel 1: 0 -> -0.125, 51 -> -0.025, 102 -> 0.075, 255 -> 0.375; channel 2: v / 255.
+  EXPECT_TRUE(testing::allclose(
+      b.images,
+      Tensor::from_vector({2, 3, 1, 2}, {-0.2f, -0.6f, 0.375f, -0.125f, 0.4f, 0.0f,  //
+                                         -1.0f, 1.0f, -0.025f, 0.075f, 0.0f, 1.0f}),
+      1e-6f, 1e-6f));
   EXPECT_EQ(as_ints(b.labels), (std::vector<int>{6, 4}));
 
   // Without mean/std only the rescale applies.
   Preprocessing r = p;
   r.mean.clear();
   r.std.clear();
-  BatchAssembler plain(ds, r);
-  const std::vector<std::int64_t> one = {1};
-  EXPECT_TRUE(testing::allclose(plain.assemble(one).images,
-                                Tensor::from_vector({1, 2, 1, 2}, {1.0f, 1.0f, 0.0f, 0.0f})));
+  Loader plain(source, r, std::nullopt, config, nullptr);
+  EXPECT_TRUE(testing::allclose(first_batch(plain, {1}).images,
+                                Tensor::from_vector({1, 3, 1, 2},
+                                                    {1.0f, 1.0f, 0.0f, 0.0f, 0.2f, 0.2f})));
 }
 
-TEST(BatchAssembler, ReusesItsBuffersAndMatchesPreprocessingApply) {
-  const ImageDataset ds = make_synthetic_dataset(20, 3, 8, 8, 4, 1);
-  const Preprocessing p = Preprocessing::for_dataset(ds, true);
-  BatchAssembler assembler(ds, p);
+TEST(MemoryBatches, ReuseTheirBuffersAndDoNotDependOnTheThreadCount) {
+  const MemorySource source(make_synthetic_dataset(20, 3, 8, 8, 4, 1));
+  const Preprocessing p = Preprocessing::for_dataset(*source.in_memory(), true);
+  LoaderConfig config;
+  config.batch_size = 8;
+  Loader loader(source, p, std::nullopt, config, nullptr);
   const std::vector<std::int64_t> rows = {3, 1, 4, 1, 5, 9, 2, 6};
-  const Batch first = assembler.assemble(rows);
+  const Batch first = first_batch(loader, rows);
   const void* buffer = first.images.storage().get();
-  const Batch smaller = assembler.assemble(std::span(rows).subspan(0, 3));
+  const Batch smaller = first_batch(loader, {3, 1, 4});
   EXPECT_EQ(smaller.images.storage().get(), buffer);
   EXPECT_EQ(smaller.images.shape(), (Shape{3, 3, 8, 8}));
   EXPECT_EQ(smaller.labels.shape(), Shape{3});
   EXPECT_TRUE(smaller.images.is_contiguous());
-  const Batch again = assembler.assemble(rows);
-  EXPECT_EQ(again.images.storage().get(), buffer);
-
-  // Preprocessing::apply (the prediction path) gives bit-identical values.
-  Tensor raw = Tensor::empty({8, 3, 8, 8}, DType::u8);
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    std::memcpy(raw.data<std::uint8_t>() + i * 192, ds.images.data<std::uint8_t>() + rows[i] * 192,
-                192);
-  const Tensor applied = p.apply(raw);
-  EXPECT_EQ(std::memcmp(applied.raw(), again.images.raw(), 8 * 192 * sizeof(float)), 0);
 
   // The same batch with one thread and with several.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  const Tensor serial = assembler.assemble(rows).images.clone();
+  const Tensor serial = first_batch(loader, rows).images.clone();
   omp_set_num_threads(std::max(threads, 2));
-  const Tensor parallel = assembler.assemble(rows).images.clone();
+  const Tensor parallel = first_batch(loader, rows).images.clone();
   omp_set_num_threads(threads);
   EXPECT_EQ(std::memcmp(serial.raw(), parallel.raw(), 8 * 192 * sizeof(float)), 0);
 }
 
-TEST(BatchAssembler, BadArgumentsThrow) {
+TEST(MemoryBatches, BadArgumentsThrow) {
   const ImageDataset ds = make_synthetic_dataset(4, 1, 6, 6, 2, 3);
+  const MemorySource source(ds);
   Preprocessing p = Preprocessing::for_dataset(ds, false);
-  BatchAssembler assembler(ds, p);
-  const std::vector<std::int64_t> out_of_range = {0, 4}, negative = {-1}, none = {};
-  EXPECT_THROW(assembler.assemble(out_of_range), InvalidArgument);
-  EXPECT_THROW(assembler.assemble(negative), InvalidArgument);
-  EXPECT_THROW(assembler.assemble(none), InvalidArgument);
+  Loader loader(source, p, std::nullopt, LoaderConfig{}, nullptr);
+  EXPECT_THROW(loader.start_epoch(0, {0, 4}), InvalidArgument);
+  EXPECT_THROW(loader.start_epoch(0, {-1}), InvalidArgument);
   Preprocessing wrong = p;
-  wrong.width = 7;
-  EXPECT_THROW((BatchAssembler{ds, wrong}), InvalidArgument);
-  wrong = p;
   wrong.std = {0.0f};
-  EXPECT_THROW((BatchAssembler{ds, wrong}), InvalidArgument);
+  EXPECT_THROW(Loader(source, wrong, std::nullopt, LoaderConfig{}, nullptr), InvalidArgument);
   wrong = p;
   wrong.mean = {0.1f, 0.2f};
-  EXPECT_THROW((BatchAssembler{ds, wrong}), InvalidArgument);
+  EXPECT_THROW(Loader(source, wrong, std::nullopt, LoaderConfig{}, nullptr), InvalidArgument);
   ImageDataset bad = ds;
   bad.labels = Tensor::from_ints({3}, std::vector<std::int32_t>{0, 1, 0});
-  EXPECT_THROW((BatchAssembler{bad, p}), InvalidArgument);
-  EXPECT_THROW(p.apply(Tensor::zeros({1, 1, 6, 6})), InvalidArgument);  // f32, not u8
+  EXPECT_THROW(MemorySource{bad}, InvalidArgument);
 }
 
 // ------------------------------------------------------------------ epoch_order

@@ -170,6 +170,8 @@ TEST(LoaderTest, CacheGivesTheSameImagesAsDecoding) {
   const auto expected = all_batches(a, 0, order);
   EXPECT_EQ(all_batches(b, 0, order), expected);
   EXPECT_GT(cached.cached_bytes(), 0);
+  EXPECT_EQ(cached.cached_images(), 8);
+  EXPECT_EQ(cold.cached_images(), 0);
   EXPECT_EQ(all_batches(b, 0, order), expected);  // now from the cache
 }
 

@@ -1,5 +1,5 @@
 // In-memory image datasets (MNIST-format files, procedurally generated images), the
-// preprocessing a model was trained with, batch assembly, and the per-epoch sample order.
+// preprocessing a model was trained with, a batch, and the per-epoch sample order.
 #pragma once
 
 #include <cstdint>
@@ -78,9 +78,6 @@ struct Preprocessing {
   /// Preprocessing for a dataset's image size: rescale only, or, with normalize, also the
   /// per-channel mean and std of the rescaled pixels (exact integer sums; thread-independent).
   static Preprocessing for_dataset(const ImageDataset& dataset, bool normalize);
-  /// Applies this to raw images (N, C, H, W) u8 on the CPU -> (N, C, H, W) f32; the same
-  /// arithmetic as BatchAssembler (for prediction on decoded images).
-  Tensor apply(const Tensor& images) const;
 
   bool operator==(const Preprocessing&) const = default;
 };
@@ -98,29 +95,6 @@ void finish_sample(const Preprocessing& p, float* x);
 struct Batch {
   Tensor images;  // (B, C, H, W) f32
   Tensor labels;  // (B) i32
-};
-
-/// Turns dataset rows into batches, reusing its buffers: they are allocated for the largest
-/// batch size seen, and a smaller batch is a view of them. The returned tensors are valid until
-/// the next assemble(); clone them to keep them longer. Samples are processed in parallel and
-/// the result does not depend on the thread count.
-class BatchAssembler {
- public:
-  /// requires: dataset images (N, C, H, W) u8 and labels (N) i32 on the CPU, matching
-  ///           preprocessing's channels/height/width (InvalidArgument otherwise). The dataset
-  ///           must outlive the assembler.
-  BatchAssembler(const ImageDataset& dataset, Preprocessing preprocessing);
-
-  /// Rows `indices` (each in [0, N), at least one) -> images (B, C, H, W) f32 and labels (B).
-  Batch assemble(std::span<const std::int64_t> indices);
-
-  const Preprocessing& preprocessing() const { return preprocessing_; }
-
- private:
-  const ImageDataset* dataset_;
-  Preprocessing preprocessing_;
-  Tensor images_;  // (capacity, C, H, W) f32
-  Tensor labels_;  // (capacity) i32
 };
 
 /// The order of samples 0..n-1 in epoch `epoch`: the identity without shuffle, else a

@@ -100,11 +100,13 @@ class FolderSource final : public SampleSource {
 
   const ImageFolder& folder() const { return folder_; }
   std::int64_t cached_bytes() const { return cached_bytes_.load(); }
+  std::int64_t cached_images() const { return cached_images_.load(); }
 
  private:
   ImageFolder folder_;
   std::int64_t cache_bytes_;
   mutable std::atomic<std::int64_t> cached_bytes_{0};
+  mutable std::atomic<std::int64_t> cached_images_{0};
   // Slot i holds sample i's decoded image once cached (published with release, never replaced).
   std::unique_ptr<std::atomic<const Image*>[]> cache_;
   // The options the cached images were decoded with: set once, by the first fetch, as a whole
