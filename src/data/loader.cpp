@@ -38,6 +38,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// What happened to one sample of a batch.
+struct SampleStatus {
+  bool ok = false;
+  std::string message;       // a skipped bad image's error
+  std::exception_ptr error;  // anything to rethrow to the consumer
+};
+
 }  // namespace
 
 struct Loader::Slot {
@@ -47,6 +54,7 @@ struct Loader::Slot {
   Tensor labels;                                          // (capacity) i32
   Batch out;                                              // views of the first `count` rows
   std::vector<Image> scratch;                             // one decode buffer per sample position
+  std::vector<SampleStatus> status;                       // per sample position, reused
   std::vector<std::pair<std::int64_t, std::string>> bad;  // (sample, message), in batch order
   std::exception_ptr error;
 };
@@ -140,14 +148,13 @@ void Loader::make_batch(std::int64_t batch, Slot& slot, bool parallel) {
   const bool plain_copy = memory != nullptr && !augment_ && memory->channels() == pre_.channels &&
                           memory->height() == pre_.height && memory->width() == pre_.width;
   const AugmentConfig* augment = augment_ ? &*augment_ : nullptr;
-  std::vector<char> ok(static_cast<std::size_t>(count), 0);
-  std::vector<std::string> messages(static_cast<std::size_t>(count));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(count));
+  slot.status.assign(static_cast<std::size_t>(count), SampleStatus{});
 
 #pragma omp parallel for schedule(dynamic, 1) if (parallel && count > 1)
   for (std::int64_t i = 0; i < count; ++i) {
     const std::int64_t index = indices[i];
     float* dst = images + i * sample;
+    SampleStatus& status = slot.status[static_cast<std::size_t>(i)];
     try {
       if (plain_copy) {
         preprocess_sample(pre_, memory->images.data<std::uint8_t>() + index * sample, dst);
@@ -158,23 +165,23 @@ void Loader::make_batch(std::int64_t batch, Slot& slot, bool parallel) {
         transform_sample(view, pre_, augment, rng, dst);
       }
       labels[i] = source_->label(index);
-      ok[static_cast<std::size_t>(i)] = 1;
+      status.ok = true;
     } catch (const IoError& e) {
       if (config_.on_bad_image == OnBadImage::skip)
-        messages[static_cast<std::size_t>(i)] = e.what();
+        status.message = e.what();
       else
-        errors[static_cast<std::size_t>(i)] = std::current_exception();
+        status.error = std::current_exception();
     } catch (...) {
-      errors[static_cast<std::size_t>(i)] = std::current_exception();
+      status.error = std::current_exception();
     }
   }
   // Compact the good samples to the front, in batch order.
   std::int64_t kept = 0;
   for (std::int64_t i = 0; i < count; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    if (errors[k] && !slot.error) slot.error = errors[k];
-    if (!ok[k]) {
-      if (!messages[k].empty()) slot.bad.emplace_back(indices[i], messages[k]);
+    const SampleStatus& status = slot.status[static_cast<std::size_t>(i)];
+    if (status.error && !slot.error) slot.error = status.error;
+    if (!status.ok) {
+      if (!status.message.empty()) slot.bad.emplace_back(indices[i], status.message);
       continue;
     }
     if (kept != i) {
