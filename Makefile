@@ -1,9 +1,14 @@
-# The two commands a newcomer needs: `make train` and `make test`. `make` builds build/epoch.
+# The two commands a newcomer needs: `make train` and `make test`. `make` builds everything;
+# `make train` builds only the epoch binary. TRAIN_ARGS are added to `epoch train` (e.g.
+# TRAIN_ARGS="--epochs 1"), CTEST_ARGS to ctest (e.g. CTEST_ARGS="-LE slow").
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
+TRAIN_ARGS ?=
+CTEST_ARGS ?=
 
-.PHONY: all deps configure build train test test-asan test-tsan fuzz bench clean
+.PHONY: all deps configure build build-epoch train test test-asan test-tsan fuzz bench clean \
+	fresh-check
 
 all: build
 
@@ -18,11 +23,21 @@ configure: deps $(BUILD_DIR)/build.ninja
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-train: build
-	./$(BUILD_DIR)/epoch train
+build-epoch: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target epoch
+
+train: build-epoch
+	./$(BUILD_DIR)/epoch train $(TRAIN_ARGS)
 
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# A minimal Debian 12 root (debootstrap, as root) under $(BUILD_DIR)/fresh-machine, a `git
+# archive` of HEAD copied in, and the README's two commands run inside it with chroot
+# (scripts/fresh-machine-check.sh; FRESH_ARGS are passed on, e.g. FRESH_ARGS=--keep).
+FRESH_ARGS ?=
+fresh-check:
+	bash scripts/fresh-machine-check.sh --out $(BUILD_DIR)/fresh-machine $(FRESH_ARGS)
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the CPU unit tests.
 test-asan: deps
