@@ -134,7 +134,7 @@ summary=$(grep -E 'tests passed' "$log" | tail -n 1)
 step_done "$summary${ctest_args:+ (CTEST_ARGS='$ctest_args')}"
 
 step "missing-package message"
-removed="ocl-icd-opencl-dev libdnnl-dev libgmock-dev"
+removed="ocl-icd-opencl-dev libdnnl-dev libgtest-dev"
 in_root "DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq $removed" >> "$log" 2>&1 ||
   fail "could not remove $removed"
 if in_root "cd /root/epoch && cmake -S . -B /tmp/configure-missing -G Ninja" > "$out/missing.txt" 2>&1; then
