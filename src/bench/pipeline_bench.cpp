@@ -59,7 +59,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchConfig& cfg) {
   if (cfg.workers < 0) EPOCH_THROW(ConfigError, "--workers must be >= 0");
   const models::Model model = models::build_model(cfg.model);
   const train::TrainConfig tc = data_config(cfg.model, cfg.data, 0);  // no cache: decode every time
-  const train::TrainingData data = train::open_training_data(tc, model.spec);
+  const train::TrainingData data = train::open_training_data(tc, model.spec, true);
   const data::SampleSource& source = *data.train;
   const data::Preprocessing pre = train::preprocessing_for(tc, model.spec);
   const data::AugmentConfig augment = cfg.augment ? tc.augment : data::AugmentConfig{};
@@ -174,7 +174,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   tc.workers = cfg.workers;
   tc.batch_size = cfg.batch_size;
   models::Model model = models::build_model(cfg.model);
-  const train::TrainingData data = train::open_training_data(tc, model.spec);
+  const train::TrainingData data = train::open_training_data(tc, model.spec, true);
   const data::SampleSource& source = *data.train;
   const data::Preprocessing pre = train::preprocessing_for(tc, model.spec);
   r.dataset_images = source.size();
@@ -205,7 +205,8 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   lc.workers = r.workers_used;
   lc.prefetch = cfg.prefetch;
   lc.seed = cfg.seed;
-  data::Loader loader(source, pre, tc.augment, lc, stderr);
+  Warnings warnings(stderr);
+  data::Loader loader(source, pre, tc.augment, lc, &warnings);
   std::int64_t epoch = 0;
   loader.start_epoch(epoch, data::epoch_order(source.size(), cfg.seed, epoch, true));
   model.net->train(true);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "epoch/bench/compute_bench.h"
 #include "epoch/bench/pipeline_bench.h"
 #include "epoch/tensor/error.h"
@@ -270,11 +271,14 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--model", c.model, "Model from `epoch models`")->capture_default_str();
   cmd->add_option("--batch-size", o->batch_sizes, "Samples per step; a list sweeps (16,32,64)")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positive());
   cmd->add_option("--threads", o->threads, "CPU threads (0: all cores); a list sweeps")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(thread_count());
   cmd->add_option("--workers", o->workers, "Input pipeline threads (with --data); a list sweeps")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(in_range(-1, 64));
   cmd->add_option("--data", o->data, "Time end to end on this dataset (as train --data)");
   cmd->add_flag("--pipeline", o->pipeline, "Time decoding and augmentation alone (needs --data)");
   cmd->add_flag("--no-augment", o->no_augment, "Pipeline without the recipe's augmentation");
@@ -286,7 +290,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--warmup", c.warmup, "Untimed steps first")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   cmd->add_option("--steps", c.steps, "Timed steps (>= 10)")->capture_default_str();
   cmd->add_option("--optimizer", c.optimizer, "Optimizer of the training step")
       ->capture_default_str();
@@ -294,7 +298,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--compare", o->compare, "pytorch: run the PyTorch reference alternately");
   cmd->add_option("--repeats", o->repeats, "Alternating pairs for --compare")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--reference-dir", o->reference_dir, "The repository's bench/reference");
   cmd->add_flag("--json", o->json, "Print JSON (one object, or an array for a sweep)");
   cmd->callback([o, &exit_code] {

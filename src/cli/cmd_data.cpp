@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "epoch/data/synth.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/error.h"
@@ -111,12 +112,12 @@ void add_data_command(CLI::App& app, int& exit_code) {
   synth->add_option("--size", o->size, "Image size WxH (default: the kind's)");
   synth->add_option("--classes", c.classes, "Classes of the imagenet kind (2-1000, default 10)");
   synth->add_option("--seed", c.seed, "Seed: the same arguments draw the same images")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(unsigned_64());
   synth->add_option("--quality", c.quality, "JPEG quality 1-100")->capture_default_str();
   synth->add_flag("--no-cifar-binary", o->no_cifar_binary,
                   "cifar10: skip the CIFAR-10 binary files in out/cifar-10-batches-bin");
-  synth->add_option("--threads", o->threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+  synth->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(thread_count());
   synth->add_flag("--json", o->json, "Print the summary as JSON");
   synth->callback([o, &exit_code] { exit_code = run_synth(*o); });
 }

@@ -2,11 +2,12 @@
 // preprocessing stored in the checkpoint.
 #include <cstdio>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "epoch/ops/backend.h"
+#include "epoch/tensor/warnings.h"
 #include "epoch/train/evaluate.h"
 #include "epoch/train/inference.h"
 #include "epoch/train/training_data.h"
@@ -39,11 +40,15 @@ int run_eval(const EvalOptions& o) {
       o.batch_size > 0 ? o.batch_size : train::auto_eval_batch_size(t.model.spec, c.batch_size);
   config.workers = c.workers >= 0 ? c.workers : 0;
   config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
-  data::Loader loader(*source, t.preprocessing, std::nullopt, config, stderr);
-  const train::EvalResult r = train::evaluate(*t.model.net, t.model.spec.task, loader, source->size());
+  Warnings warnings(stderr);
+  data::Loader loader(*source, t.preprocessing, std::nullopt, config, &warnings);
+  const train::EvalResult r =
+      train::evaluate(*t.model.net, t.model.spec.task, loader, source->size());
   if (o.json) {
-    nlohmann::json j{{"checkpoint", o.checkpoint}, {"model", t.model.spec.name},
-                     {"samples", r.count},         {"test_loss", r.loss}};
+    nlohmann::json j{{"checkpoint", o.checkpoint},
+                     {"model", t.model.spec.name},
+                     {"samples", r.count},
+                     {"test_loss", r.loss}};
     j["test_accuracy"] = r.accuracy >= 0 ? nlohmann::json(r.accuracy) : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump().c_str());
   } else if (r.accuracy >= 0) {
@@ -74,7 +79,8 @@ int run_predict(const PredictOptions& o) {
                               .dump()
                               .c_str());
     } else {
-      std::printf("%s: %s (%.1f%%)\n", p.input.c_str(), p.class_name.c_str(), 100.0 * p.probability);
+      std::printf("%s: %s (%.1f%%)\n", p.input.c_str(), p.class_name.c_str(),
+                  100.0 * p.probability);
     }
   }
   return 0;
@@ -86,10 +92,13 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<EvalOptions>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint on the test split");
   cmd->add_option("checkpoint", o->checkpoint, "A checkpoint written by epoch train")->required();
-  cmd->add_option("--data", o->data, "Data to evaluate on, as train --data (default: the run's validation data)");
-  cmd->add_option("--batch-size", o->batch_size, "Samples per batch (default: about 1M input values)")->check(CLI::PositiveNumber);
-  cmd->add_option("--limit", o->limit, "Evaluate only the first N samples")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--data", o->data,
+                  "Data to evaluate on, as train --data (default: the run's validation data)");
+  cmd->add_option("--batch-size", o->batch_size,
+                  "Samples per batch (default: about 1M input values)")
+      ->check(positive());
+  cmd->add_option("--limit", o->limit, "Evaluate only the first N samples")->check(non_negative());
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(thread_count());
   cmd->add_flag("--json", o->json, "Print one JSON line");
   cmd->callback([o, &exit_code] { exit_code = run_eval(*o); });
 }

@@ -10,21 +10,14 @@
 
 #include "cli/commands.h"
 #include "epoch/tensor/error.h"
+#include "epoch/tensor/warnings.h"
 
 namespace {
 
-// Library messages end with " [at file:line]" or " [check ... failed at file:line]" for
-// developers; users see the message alone unless EPOCH_DEBUG is set.
-// A message that wraps another carries both suffixes, so they are removed from the end
-// one after the other.
-std::string user_message(std::string what) {
-  if (std::getenv("EPOCH_DEBUG") != nullptr) return what;
-  for (;;) {
-    const std::size_t pos = what.rfind(" [");
-    if (pos == std::string::npos || what.empty() || what.back() != ']') return what;
-    if (what.compare(pos, 5, " [at ") != 0 && what.compare(pos, 9, " [check `") != 0) return what;
-    what.resize(pos);
-  }
+// Library messages carry " [at file:line]" suffixes for developers; users see the message
+// alone unless EPOCH_DEBUG is set.
+std::string user_message(const char* what) {
+  return std::getenv("EPOCH_DEBUG") != nullptr ? std::string(what) : epoch::without_location(what);
 }
 
 }  // namespace
@@ -75,7 +68,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "epoch: error: %s\n", user_message(e.what()).c_str());
     return 1;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "epoch: error: out of memory\n");
+    std::fprintf(stderr,
+                 "epoch: error: out of memory (a smaller --batch-size, --threads or --workers "
+                 "needs less)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "epoch: internal error: %s\n", e.what());

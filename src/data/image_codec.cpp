@@ -359,6 +359,23 @@ bool png_reaches_iend(std::span<const std::uint8_t> bytes) {
   return false;
 }
 
+/// The bytes of compressed image data (the IDAT chunks' lengths summed).
+std::uint64_t png_idat_bytes(std::span<const std::uint8_t> bytes) {
+  std::uint64_t total = 0;
+  std::size_t pos = 8;  // after the signature
+  while (pos + 12 <= bytes.size()) {
+    const std::size_t length = load32(&bytes[pos], true);
+    if (std::memcmp(&bytes[pos + 4], "IDAT", 4) == 0) total += length;
+    if (length > bytes.size() - pos - 12) break;
+    pos += 12 + length;
+  }
+  return total;
+}
+
+/// zlib's deflate compresses at most about 1032:1 (runs of one byte); a file whose image data
+/// could not hold the pixels its header claims is refused before the pixels are allocated.
+constexpr std::uint64_t kMaxDeflateRatio = 1100;
+
 Image decode_png(std::span<const std::uint8_t> bytes, const std::string& name,
                  const DecodeOptions& options) {
   png_image png{};
@@ -375,6 +392,13 @@ Image decode_png(std::span<const std::uint8_t> bytes, const std::string& name,
   if (image.width < 1 || image.height < 1)
     EPOCH_THROW(IoError, name, ": PNG without an image (", image.width, "x", image.height, ")");
   check_pixel_limit(name, "PNG", image.width, image.height, options);
+  // The smallest filtered size of the pixels as stored: at least one bit per pixel and row.
+  const auto min_raw_bytes = static_cast<std::uint64_t>(image.height) *
+                             ((static_cast<std::uint64_t>(image.width) + 7) / 8);
+  if (const std::uint64_t idat = png_idat_bytes(bytes); min_raw_bytes > idat * kMaxDeflateRatio)
+    EPOCH_THROW(IoError, name, ": truncated or corrupt PNG (", idat,
+                " bytes of image data cannot hold the ", image.width, "x", image.height,
+                " pixels its header claims)");
   image.pixels.resize(PNG_IMAGE_SIZE(png));
   // Alpha is composited on white; row stride 0 means packed rows.
   png_color background{255, 255, 255};

@@ -60,7 +60,7 @@ struct Loader::Slot {
 };
 
 Loader::Loader(const SampleSource& source, Preprocessing preprocessing,
-               std::optional<AugmentConfig> augment, LoaderConfig config, std::FILE* warnings)
+               std::optional<AugmentConfig> augment, LoaderConfig config, Warnings* warnings)
     : source_(&source), pre_(std::move(preprocessing)), config_(config), warnings_(warnings) {
   pre_.validate();
   EPOCH_CHECK(config_.batch_size > 0, "Loader: batch size ", config_.batch_size,
@@ -171,6 +171,14 @@ void Loader::make_batch(std::int64_t batch, Slot& slot, bool parallel) {
         status.message = e.what();
       else
         status.error = std::current_exception();
+    } catch (const Error& e) {
+      // Anything else this sample's decoding or transform refused (a size the warp cannot
+      // take, say): the same choice, with the file named.
+      const std::string message = source_->sample_name(index) + ": " + without_location(e.what());
+      if (config_.on_bad_image == OnBadImage::skip)
+        status.message = message;
+      else
+        status.error = std::make_exception_ptr(IoError(message));
     } catch (...) {
       status.error = std::current_exception();
     }
@@ -241,8 +249,7 @@ void Loader::report_bad(Slot& slot) {
     const std::string name = source_->sample_name(index);
     if (!warned_.insert(name).second) continue;
     stats_.bad_files.push_back(name);
-    if (warnings_)
-      std::fprintf(warnings_, "epoch: warning: skipping bad image: %s\n", message.c_str());
+    if (warnings_) warnings_->warn("bad images", "skipping bad image: " + message);
   }
 }
 

@@ -2,10 +2,13 @@
 // flow_from_directory rules, decoded on demand with an optional bounded cache.
 #include "epoch/data/source.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
 namespace epoch::data {
 namespace fs = std::filesystem;
@@ -47,22 +50,34 @@ bool hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
-std::vector<std::string> image_files_under(const fs::path& dir) {
-  std::vector<std::string> files;
+/// The real folders and files a scan has read, by (device, inode).
+using SeenSet = std::set<std::pair<std::uint64_t, std::uint64_t>>;
+
+/// Marks the folder or file at `p` (links followed) seen; false when it was seen already or
+/// cannot be stat'ed (a dangling link).
+bool first_visit(const fs::path& p, SeenSet& seen) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return false;
+  return seen.insert({static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)})
+      .second;
+}
+
+/// Image files under `dir` (itself already marked seen), depth first in sorted order, each
+/// real folder and file once.
+void collect_image_files(const fs::path& dir, SeenSet& seen, std::vector<std::string>& files) {
   std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
+  std::vector<fs::path> entries;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (!hidden(it->path())) entries.push_back(it->path());
   if (ec) EPOCH_THROW(IoError, dir.string(), ": cannot list: ", ec.message());
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) EPOCH_THROW(IoError, dir.string(), ": cannot list: ", ec.message());
-    const fs::path& p = it->path();
-    if (hidden(p)) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& p : entries) {
+    if (fs::is_directory(p, ec)) {
+      if (first_visit(p, seen)) collect_image_files(p, seen, files);
+    } else if (is_image_file(p) && fs::is_regular_file(p, ec) && first_visit(p, seen)) {
+      files.push_back(p.string());
     }
-    if (is_image_file(p) && !it->is_directory(ec)) files.push_back(p.string());
   }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 }  // namespace
@@ -88,8 +103,19 @@ ImageFolder scan_image_folder(const std::string& dir, const std::vector<std::str
       if (!fs::is_directory(fs::path(dir) / name, ec))
         EPOCH_THROW(ConfigError, dir, ": has no subfolder for the training class \"", name, "\"");
   }
+  // The root and every class folder are marked first: a link inside one class to the root
+  // or to another class adds nothing to it.
+  SeenSet seen;
+  first_visit(dir, seen);
+  for (const std::string& name : folder.class_names) first_visit(fs::path(dir) / name, seen);
   for (std::size_t c = 0; c < folder.class_names.size(); ++c) {
-    for (std::string& f : image_files_under(fs::path(dir) / folder.class_names[c])) {
+    std::vector<std::string> files;
+    collect_image_files(fs::path(dir) / folder.class_names[c], seen, files);
+    std::sort(files.begin(), files.end());
+    if (files.empty() && class_names.empty() && folder.class_names.size() > 1)
+      EPOCH_THROW(ConfigError, dir, ": class folder '", folder.class_names[c],
+                  "' holds no .jpg, .jpeg or .png files (every class needs images)");
+    for (std::string& f : files) {
       folder.files.push_back(std::move(f));
       folder.labels.push_back(static_cast<std::int32_t>(c));
     }

@@ -79,12 +79,14 @@ void Optimizer::zero_grad() {
   for (auto& [pname, p] : params_) p.zero_grad();
 }
 
-std::size_t Optimizer::add_buffer(const std::string& kind, bool counter) {
+std::size_t Optimizer::add_buffer(const std::string& kind, BufferValues values) {
+  const bool counter = values == BufferValues::counter;
   std::vector<Tensor> per_param;
   per_param.reserve(params_.size());
   for (const auto& [pname, p] : params_)
     per_param.push_back(counter ? scalar_i32(0) : Tensor::zeros(p.shape(), DType::f32, p.device()));
   buffer_kinds_.push_back(kind);
+  buffer_values_.push_back(values);
   buffers_.push_back(std::move(per_param));
   return buffers_.size() - 1;
 }
@@ -150,6 +152,22 @@ void Optimizer::load_state(const NamedTensors& state) {
   if (!std::isfinite(saved_lr) || saved_lr < 0.0f)
     EPOCH_THROW(ConfigError, name_, ": optimizer state '", name_, ".lr' is invalid (", saved_lr,
                 ")");
+  for (std::size_t k = 0; k < buffer_kinds_.size(); ++k) {
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const Tensor& t = *sources[k][i];
+      const std::string key = name_ + "." + buffer_kinds_[k] + "." + params_[i].first;
+      if (const std::int64_t bad = count_non_finite(t); bad > 0)
+        EPOCH_THROW(ConfigError, "optimizer state '", key, "' holds ", bad,
+                    " NaN or infinite values");
+      const bool negative =
+          buffer_values_[k] == BufferValues::counter
+              ? t.to(Device::cpu()).data<std::int32_t>()[0] < 0
+              : buffer_values_[k] == BufferValues::non_negative && count_negative(t) > 0;
+      if (negative)
+        EPOCH_THROW(ConfigError, "optimizer state '", key,
+                    "' holds negative values, which it never can");
+    }
+  }
   for (std::size_t k = 0; k < buffer_kinds_.size(); ++k)
     for (std::size_t i = 0; i < params_.size(); ++i) buffers_[k][i].copy_from(*sources[k][i]);
   steps_ = saved_steps;
@@ -204,8 +222,8 @@ Adam::Adam(NamedTensors params, float lr, float beta1, float beta2, float eps, f
   check_nonnegative(name(), "eps", eps);
   check_nonnegative(name(), "weight_decay", weight_decay);
   exp_avg_ = add_buffer("exp_avg");
-  exp_avg_sq_ = add_buffer("exp_avg_sq");
-  param_step_ = add_buffer("param_step", /*counter=*/true);
+  exp_avg_sq_ = add_buffer("exp_avg_sq", BufferValues::non_negative);
+  param_step_ = add_buffer("param_step", BufferValues::counter);
 }
 
 void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
@@ -219,8 +237,7 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
     case DeviceType::cpu:
       cpu::adam_step(param.f32(), grad.f32(), buffer(exp_avg_, i).f32(),
                      buffer(exp_avg_sq_, i).f32(), param.numel(), lr(), beta1_, beta2_, eps_,
-                     decay_for(i, weight_decay_), decoupled_,
-                     static_cast<float>(lr() / bias1),
+                     decay_for(i, weight_decay_), decoupled_, static_cast<float>(lr() / bias1),
                      static_cast<float>(sqrt_bias2));
       t = next;
       return;
@@ -229,8 +246,7 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
       // The step counter stays on the host; only the rounded scalars go to the kernel.
       cuda::adam_step(param.f32(), grad.f32(), buffer(exp_avg_, i).f32(),
                       buffer(exp_avg_sq_, i).f32(), param.numel(), lr(), beta1_, beta2_, eps_,
-                      decay_for(i, weight_decay_), decoupled_,
-                     static_cast<float>(lr() / bias1),
+                      decay_for(i, weight_decay_), decoupled_, static_cast<float>(lr() / bias1),
                       static_cast<float>(sqrt_bias2));
       t = next;
       return;
@@ -255,7 +271,7 @@ Rmsprop::Rmsprop(NamedTensors params, float lr, float alpha, float eps, float we
   check_nonnegative(name(), "eps", eps);
   check_nonnegative(name(), "weight_decay", weight_decay);
   check_nonnegative(name(), "momentum", momentum);
-  square_avg_ = add_buffer("square_avg");
+  square_avg_ = add_buffer("square_avg", BufferValues::non_negative);
   if (momentum_ > 0.0f) momentum_buffer_ = add_buffer("momentum_buffer");
   if (centered_) grad_avg_ = add_buffer("grad_avg");
 }
@@ -266,14 +282,12 @@ void Rmsprop::update(std::size_t i, Tensor& param, const Tensor& grad) {
   switch (param.device().type) {
     case DeviceType::cpu:
       cpu::rmsprop_step(param.f32(), grad.f32(), buffer(square_avg_, i).f32(), ga, buf,
-                        param.numel(), lr(), alpha_, eps_, decay_for(i, weight_decay_),
-                        momentum_);
+                        param.numel(), lr(), alpha_, eps_, decay_for(i, weight_decay_), momentum_);
       return;
     case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
       cuda::rmsprop_step(param.f32(), grad.f32(), buffer(square_avg_, i).f32(), ga, buf,
-                         param.numel(), lr(), alpha_, eps_, decay_for(i, weight_decay_),
-                         momentum_);
+                         param.numel(), lr(), alpha_, eps_, decay_for(i, weight_decay_), momentum_);
       return;
 #endif
       break;
@@ -330,8 +344,7 @@ void Optimizer::set_weight_decay_only(const std::vector<std::string>& prefixes) 
         matched = true;
       }
     if (!matched)
-      EPOCH_THROW(ConfigError, name_, ": weight decay prefix \"", prefix,
-                  "\" names no parameter");
+      EPOCH_THROW(ConfigError, name_, ": weight decay prefix \"", prefix, "\" names no parameter");
   }
   no_decay_ = std::move(no_decay);
 }

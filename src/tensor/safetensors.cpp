@@ -10,9 +10,9 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <span>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <tuple>
 #include <utility>
 
@@ -32,9 +32,16 @@ constexpr const char* kMetadataKey = "__metadata__";
 /// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses. The caller's
 /// file and line come from __builtin_FILE/LINE (GCC and clang): clang 14 cannot compile
 /// libstdc++ 12's std::source_location.
+/// The problem is cut to kMaxProblemChars and its control and non-ASCII bytes shown as '?':
+/// a hostile header must not fill the terminal with its own bytes.
+constexpr std::size_t kMaxProblemChars = 200;
 [[noreturn]] void fail(const std::string& path, const std::string& problem,
                        const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  throw IoError(path + ": " + problem + " [at " + file + ":" + std::to_string(line) + "]");
+  std::string shown = problem.substr(0, kMaxProblemChars);
+  for (char& ch : shown)
+    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
+  if (problem.size() > kMaxProblemChars) shown += "...";
+  throw IoError(path + ": " + shown + " [at " + file + ":" + std::to_string(line) + "]");
 }
 
 std::string errno_text(int err) { return std::strerror(err); }

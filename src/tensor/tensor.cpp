@@ -2,6 +2,7 @@
 #include "epoch/tensor/tensor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -33,7 +34,8 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  for (std::int64_t d : shape) EPOCH_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
+  for (std::int64_t d : shape)
+    EPOCH_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
   Tensor t;
   t.storage_ = std::make_shared<Storage>(
       static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype), device);
@@ -62,8 +64,8 @@ Tensor Tensor::full(const Shape& shape, float value, Device device) {
 }
 
 Tensor Tensor::from_vector(const Shape& shape, std::span<const float> values) {
-  EPOCH_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "from_vector: ",
-              values.size(), " values for shape ", shape_str(shape));
+  EPOCH_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape),
+              "from_vector: ", values.size(), " values for shape ", shape_str(shape));
   Tensor t = empty(shape);
   std::copy(values.begin(), values.end(), t.f32());
   return t;
@@ -74,8 +76,8 @@ Tensor Tensor::from_vector(const Shape& shape, std::initializer_list<float> valu
 }
 
 Tensor Tensor::from_ints(const Shape& shape, std::span<const std::int32_t> values) {
-  EPOCH_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "from_ints: ",
-              values.size(), " values for shape ", shape_str(shape));
+  EPOCH_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape),
+              "from_ints: ", values.size(), " values for shape ", shape_str(shape));
   Tensor t = empty(shape, DType::i32);
   std::copy(values.begin(), values.end(), t.data<std::int32_t>());
   return t;
@@ -94,7 +96,8 @@ bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape
 
 void* Tensor::raw() const {
   EPOCH_CHECK(defined(), "raw() of an undefined tensor");
-  return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+  return static_cast<char*>(storage_->data()) +
+         offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
 }
 
 float Tensor::item() const {
@@ -159,7 +162,8 @@ Tensor Tensor::contiguous() const {
   for (std::int64_t i = 0; i < n; ++i) {
     std::int64_t src_off = 0;
     for (std::size_t d = 0; d < nd; ++d) src_off += index[d] * strides_[d];
-    std::memcpy(dst + i * static_cast<std::int64_t>(esize), src + src_off * static_cast<std::int64_t>(esize), esize);
+    std::memcpy(dst + i * static_cast<std::int64_t>(esize),
+                src + src_off * static_cast<std::int64_t>(esize), esize);
     for (std::size_t d = nd; d-- > 0;) {
       if (++index[d] < shape_[d]) break;
       index[d] = 0;
@@ -213,6 +217,32 @@ void Tensor::fill_(float value) {
     std::vector<float> host(static_cast<std::size_t>(numel()), value);
     memory::copy_bytes(raw(), device(), host.data(), Device::cpu(), host.size() * sizeof(float));
   }
+}
+
+namespace {
+/// The f32 tensor as contiguous CPU memory (a copy only when needed).
+Tensor cpu_f32(const Tensor& t) {
+  Tensor c = t.device().is_cpu() ? t : t.to(Device::cpu());
+  return c.is_contiguous() ? c : c.contiguous();
+}
+}  // namespace
+
+std::int64_t count_non_finite(const Tensor& t) {
+  if (!t.defined() || t.dtype() != DType::f32) return 0;
+  const Tensor c = cpu_f32(t);
+  const float* p = c.f32();
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < c.numel(); ++i) n += std::isfinite(p[i]) ? 0 : 1;
+  return n;
+}
+
+std::int64_t count_negative(const Tensor& t) {
+  if (!t.defined() || t.dtype() != DType::f32) return 0;
+  const Tensor c = cpu_f32(t);
+  const float* p = c.f32();
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < c.numel(); ++i) n += p[i] < 0.0f ? 1 : 0;
+  return n;
 }
 
 }  // namespace epoch

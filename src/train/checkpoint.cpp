@@ -1,14 +1,32 @@
 // Checkpoint assembly on top of the safetensors format (see checkpoint.h).
 #include "epoch/train/checkpoint.h"
 
+#include <charconv>
+#include <cstdlib>
+
+#include "epoch/tensor/warnings.h"
+
 namespace epoch::train {
 namespace {
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kOptimPrefix = "optim.";
 }  // namespace
 
+std::string first_non_finite_tensor(const nn::Module& model, const optim::Optimizer* optimizer) {
+  for (const auto& [name, t] : model.state())
+    if (count_non_finite(t) > 0) return kModelPrefix + name;
+  if (optimizer != nullptr)
+    for (const auto& [name, t] : optimizer->state())
+      if (count_non_finite(t) > 0) return kOptimPrefix + name;
+  return {};
+}
+
 void save_checkpoint(const std::string& path, const nn::Module& model,
-                     const optim::Optimizer* optimizer, std::map<std::string, std::string> metadata) {
+                     const optim::Optimizer* optimizer,
+                     std::map<std::string, std::string> metadata) {
+  if (const std::string bad = first_non_finite_tensor(model, optimizer); !bad.empty())
+    EPOCH_THROW(NumericalError, "tensor '", bad, "' holds NaN or infinite values; ", path,
+                " was not written");
   std::vector<NamedTensor> tensors;
   for (const auto& [name, t] : model.state()) tensors.push_back({kModelPrefix + name, t.detach()});
   if (optimizer != nullptr)
@@ -27,6 +45,8 @@ SafetensorsFile read_checkpoint(const std::string& path) {
 }
 
 void load_model_state(const SafetensorsFile& file, nn::Module& model) {
+  // Every tensor is checked before any is copied.
+  std::vector<std::pair<Tensor, const Tensor*>> copies;
   for (auto& [name, t] : model.state()) {
     const Tensor* saved = file.find(kModelPrefix + name);
     if (saved == nullptr)
@@ -36,9 +56,12 @@ void load_model_state(const SafetensorsFile& file, nn::Module& model) {
       EPOCH_THROW(IoError, file.source, ": tensor '", kModelPrefix, name, "' is ",
                   shape_str(saved->shape()), " ", dtype_name(saved->dtype()), ", the model needs ",
                   shape_str(t.shape()), " ", dtype_name(t.dtype()));
-    Tensor target = t.detach();
-    target.copy_from(*saved);
+    if (const std::int64_t bad = count_non_finite(*saved); bad > 0)
+      EPOCH_THROW(IoError, file.source, ": tensor '", kModelPrefix, name, "' holds ", bad,
+                  " NaN or infinite values");
+    copies.emplace_back(t.detach(), saved);
   }
+  for (auto& [target, saved] : copies) target.copy_from(*saved);
 }
 
 void load_optimizer_state(const SafetensorsFile& file, optim::Optimizer& optimizer) {
@@ -47,7 +70,23 @@ void load_optimizer_state(const SafetensorsFile& file, optim::Optimizer& optimiz
   for (const NamedTensor& nt : file.tensors)
     if (nt.name.compare(0, prefix.size(), prefix) == 0)
       state.emplace_back(nt.name.substr(prefix.size()), nt.tensor);
-  optimizer.load_state(state);
+  try {
+    optimizer.load_state(state);
+  } catch (const ConfigError& e) {
+    EPOCH_THROW(IoError, file.source, ": ", without_location(e.what()));
+  }
+}
+
+std::int64_t metadata_int(const SafetensorsFile& file, const std::string& key, std::int64_t min,
+                          std::int64_t max) {
+  const std::string& text = metadata_at(file, key);
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < min || value > max)
+    EPOCH_THROW(IoError, file.source, ": checkpoint metadata '", key, "' is \"", text.substr(0, 40),
+                "\", not a whole number from ", min, " to ", max);
+  return value;
 }
 
 const std::string& metadata_at(const SafetensorsFile& file, const std::string& key) {
@@ -55,6 +94,16 @@ const std::string& metadata_at(const SafetensorsFile& file, const std::string& k
   if (it == file.metadata.end())
     EPOCH_THROW(IoError, file.source, ": checkpoint metadata has no '", key, "'");
   return it->second;
+}
+
+double metadata_number(const SafetensorsFile& file, const std::string& key) {
+  const std::string& text = metadata_at(file, key);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size())
+    EPOCH_THROW(IoError, file.source, ": checkpoint metadata '", key, "' is \"", text.substr(0, 40),
+                "\", not a number");
+  return value;
 }
 
 }  // namespace epoch::train

@@ -2,10 +2,11 @@
 #include "epoch/train/inference.h"
 
 #include "epoch/autograd/autograd.h"
-#include "epoch/data/idx.h"
 #include "epoch/data/augment.h"
+#include "epoch/data/idx.h"
 #include "epoch/data/image_codec.h"
 #include "epoch/data/loader.h"
+#include "epoch/tensor/warnings.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/evaluate.h"
 
@@ -20,14 +21,22 @@ TrainedModel load_trained_model(const std::string& checkpoint_path) {
   t.model.net->train(false);
   try {
     t.preprocessing = data::Preprocessing::from_json(metadata_at(file, "preprocessing"));
-    t.class_names = nlohmann::json::parse(metadata_at(file, "class_names")).get<std::vector<std::string>>();
+    t.class_names =
+        nlohmann::json::parse(metadata_at(file, "class_names")).get<std::vector<std::string>>();
     t.config = TrainConfig::from_json(nlohmann::json::parse(metadata_at(file, "config")));
-    t.epoch = std::stoll(metadata_at(file, "epoch"));
+    t.epoch = metadata_int(file, "epoch", 0, std::int64_t{1} << 40);
   } catch (const IoError&) {
     throw;
   } catch (const std::exception& e) {
-    EPOCH_THROW(IoError, checkpoint_path, ": invalid checkpoint metadata: ", e.what());
+    EPOCH_THROW(IoError, checkpoint_path,
+                ": invalid checkpoint metadata: ", without_location(e.what()).substr(0, 200));
   }
+  const Shape& input = t.model.spec.input;  // (C, H, W)
+  const data::Preprocessing& pre = t.preprocessing;
+  if (pre.channels != input[0] || pre.height != input[1] || pre.width != input[2])
+    EPOCH_THROW(IoError, checkpoint_path, ": its stored preprocessing makes ", pre.channels, "x",
+                pre.height, "x", pre.width, " inputs, but model ", t.model.spec.name, " takes ",
+                input[0], "x", input[1], "x", input[2]);
   return t;
 }
 
@@ -78,12 +87,13 @@ std::vector<Prediction> predict(TrainedModel& trained, const std::vector<std::st
   autograd::NoGradGuard no_grad;
   for (const std::string& input : inputs) {
     const Tensor x = preprocess_input(load_input_image(input, pre), pre);
-    const Tensor probs = output_probabilities(trained.model.spec.task, trained.model.net->forward(x));
+    const Tensor probs =
+        output_probabilities(trained.model.spec.task, trained.model.net->forward(x));
     Prediction p;
     p.input = input;
     p.probabilities = probs.to_vector();
-    p.class_index = std::max_element(p.probabilities.begin(), p.probabilities.end()) -
-                    p.probabilities.begin();
+    p.class_index =
+        std::max_element(p.probabilities.begin(), p.probabilities.end()) - p.probabilities.begin();
     p.probability = p.probabilities[static_cast<std::size_t>(p.class_index)];
     p.class_name = p.class_index < static_cast<std::int64_t>(trained.class_names.size())
                        ? trained.class_names[static_cast<std::size_t>(p.class_index)]

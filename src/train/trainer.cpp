@@ -3,12 +3,15 @@
 #include "epoch/train/trainer.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/data/dataset.h"
@@ -18,10 +21,12 @@
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
 #include "epoch/ops/elementwise.h"
+#include "epoch/tensor/file_io.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/evaluate.h"
 #include "epoch/train/metrics_log.h"
 #include "epoch/train/progress.h"
+#include "epoch/train/run_dir.h"
 #include "epoch/train/training_data.h"
 
 namespace epoch::train {
@@ -84,6 +89,7 @@ json TrainConfig::to_json() const {
               {"limit_train", limit_train},
               {"limit_test", limit_test},
               {"synthetic_count", synthetic_count},
+              {"keep_checkpoints", keep_checkpoints},
               {"val_data", val_data},
               {"val_split", val_split},
               {"workers", workers},
@@ -138,6 +144,7 @@ TrainConfig TrainConfig::from_json(const json& j) {
     c.prefetch = j.value("prefetch", 2);
     c.on_bad_image = j.value("on_bad_image", std::string("skip"));
     c.cache_mib = j.value("cache_mib", std::int64_t{1024});
+    c.keep_checkpoints = j.value("keep_checkpoints", std::int64_t{3});
     if (j.contains("augment")) c.augment = data::AugmentConfig::from_json(j.at("augment"));
     c.rescale = j.value("rescale", 1.0f / 255.0f);
     c.standardize = j.value("standardize", false);
@@ -151,13 +158,10 @@ TrainConfig TrainConfig::from_json(const json& j) {
 }
 
 json TrainResult::to_json() const {
-  json j{{"run_dir", run_dir},
-         {"checkpoint", checkpoint},
-         {"epochs", epochs},
-         {"steps", steps},
-         {"train_loss", train_loss},
-         {"test_loss", test_loss},
-         {"images_per_s", images_per_s},
+  json j{{"run_dir", run_dir},        {"checkpoint", checkpoint},
+         {"epochs", epochs},          {"steps", steps},
+         {"train_loss", train_loss},  {"test_loss", test_loss},
+         {"evaluated_on", eval_name}, {"images_per_s", images_per_s},
          {"wall_s", wall_s}};
   j["test_accuracy"] = test_accuracy >= 0 ? json(test_accuracy) : json(nullptr);
   return j;
@@ -211,7 +215,91 @@ std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
 
 }  // namespace
 
-TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
+namespace {
+
+/// Dotted keys of a JSON object's leaves ("optimizer.lr" -> 0.002).
+void flatten_json(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items())
+      flatten_json(value, prefix.empty() ? key : prefix + "." + key, out);
+  } else {
+    out[prefix] = j;
+  }
+}
+
+/// Rank of an evaluation for best.safetensors: higher accuracy, else lower loss.
+bool better_than(const EvalResult& a, double best_accuracy, double best_loss) {
+  if (a.accuracy >= 0) return a.accuracy > best_accuracy;
+  return a.loss < best_loss;
+}
+
+/// Bytes of one batch of float inputs, refused when it alone would not fit in this machine's
+/// memory (a --batch-size typo would otherwise end in a bare "out of memory").
+void check_batch_fits(const TrainConfig& c, const models::ModelSpec& spec) {
+  const double bytes = static_cast<double>(c.batch_size) * static_cast<double>(spec.input[0]) *
+                       static_cast<double>(spec.input[1]) * static_cast<double>(spec.input[2]) *
+                       sizeof(float);
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && bytes > 0.5 * memory)
+    EPOCH_THROW(ConfigError, "--batch-size ", c.batch_size, ": one batch of ", spec.name,
+                " inputs needs ", std::llround(bytes / (1 << 30)),
+                " GiB, more than half of this machine's ", std::llround(memory / (1 << 30)),
+                " GiB");
+}
+
+}  // namespace
+
+namespace {
+/// A setting's value for a message: floats with 6 significant digits (they are stored from
+/// float, so 0.002 would otherwise read 0.0020000000949949026).
+std::string shown(const json& v) {
+  if (!v.is_number_float()) return v.dump();
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", v.get<double>());
+  return buffer;
+}
+}  // namespace
+
+bool resume_may_change(const std::string& key) {
+  static const std::set<std::string> may = {"epochs",    "threads",      "device",
+                                            "workers",   "prefetch",     "cache_mib",
+                                            "log_every", "on_bad_image", "keep_checkpoints"};
+  return may.count(key) > 0;
+}
+
+std::vector<std::string> resume_conflicts(const TrainConfig& stored, const TrainConfig& requested) {
+  std::map<std::string, json> was, now;
+  flatten_json(stored.to_json(), "", was);
+  flatten_json(requested.to_json(), "", now);
+  std::vector<std::string> out;
+  for (const auto& [key, value] : now) {
+    if (resume_may_change(key)) continue;
+    const auto it = was.find(key);
+    const json before = it == was.end() ? json(nullptr) : it->second;
+    if (before != value)
+      out.push_back(key + " " + shown(value) + " (the run has " + shown(before) + ")");
+  }
+  return out;
+}
+
+TrainConfig stored_run_config(const std::string& run_dir) {
+  const fs::path last = fs::path(run_dir) / "checkpoints" / "last.safetensors";
+  switch (run_state(run_dir)) {
+    case RunState::empty:
+      EPOCH_THROW(IoError, run_dir, ": no run to resume (no checkpoints/last.safetensors)");
+    case RunState::started:
+      EPOCH_THROW(IoError, run_dir,
+                  ": the run stopped before its first checkpoint, so there is nothing to resume; "
+                  "remove the folder or choose another --out");
+    case RunState::checkpointed:
+      break;
+  }
+  const SafetensorsFile file = read_checkpoint(last.string());
+  return TrainConfig::from_json(json::parse(metadata_at(file, "config"), nullptr, false));
+}
+
+TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warnings* warnings_in) {
   const auto wall_start = std::chrono::steady_clock::now();
   TrainConfig c = requested;
   TrainResult result;
@@ -219,32 +307,53 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   const fs::path run_dir = result.run_dir;
   const fs::path ckpt_dir = run_dir / "checkpoints";
   const fs::path last_ckpt = ckpt_dir / "last.safetensors";
+  const fs::path best_ckpt = ckpt_dir / "best.safetensors";
+  Warnings own_warnings(stderr);  // --quiet silences progress, never warnings
+  Warnings& warnings = warnings_in != nullptr ? *warnings_in : own_warnings;
 
-  // Resuming: the stored configuration wins, except for the epoch count and threads.
+  check_config(c);
+  std::error_code ec;
+  if (c.resume && !fs::is_directory(run_dir, ec))
+    EPOCH_THROW(IoError, run_dir.string(), ": no run to resume (no such folder)");
+  // One process at a time from here on; a killed holder's lock is released by the kernel.
+  const RunDirLock lock(run_dir.string());
+  if (remove_orphaned_temporaries(run_dir.string()) > 0)
+    warnings.warn("temporary files",
+                  "removed temporary checkpoint files a stopped run left in " + ckpt_dir.string());
+
+  // Resuming: the stored configuration, with only what resume_may_change allows changed.
   SafetensorsFile resume_file;
   std::int64_t start_epoch = 0, global_step = 0;
+  double best_accuracy = -1.0, best_loss = HUGE_VAL;
   if (c.resume) {
-    if (!fs::exists(last_ckpt))
-      EPOCH_THROW(IoError, last_ckpt.string(), ": no checkpoint to resume from");
+    const TrainConfig stored = stored_run_config(run_dir.string());
+    if (const auto conflicts = resume_conflicts(stored, c); !conflicts.empty()) {
+      std::string list;
+      for (const std::string& x : conflicts) list += (list.empty() ? "" : ", ") + x;
+      EPOCH_THROW(ConfigError, "resuming ", run_dir.string(),
+                  " continues the run as it was started; these settings would change it: ", list);
+    }
     resume_file = read_checkpoint(last_ckpt.string());
-    TrainConfig stored =
-        TrainConfig::from_json(json::parse(metadata_at(resume_file, "config"), nullptr, false));
-    stored.epochs = requested.epochs;
-    stored.threads = requested.threads;
-    stored.device = requested.device;
-    stored.out_dir = c.out_dir;
-    stored.resume = true;
-    stored.progress_interactive = requested.progress_interactive;
-    stored.quiet = requested.quiet;
-    stored.stop_after_epochs = requested.stop_after_epochs;
-    c = stored;
-    start_epoch = std::stoll(metadata_at(resume_file, "epoch"));
-    global_step = std::stoll(metadata_at(resume_file, "step"));
-  } else if (fs::exists(last_ckpt)) {
-    EPOCH_THROW(ConfigError, run_dir.string(),
-                " already holds a run: pass --resume to continue it or choose another --out");
+    start_epoch = metadata_int(resume_file, "epoch", 0, std::int64_t{1} << 40);
+    global_step = metadata_int(resume_file, "step", 0, std::int64_t{1} << 62);
+    if (fs::exists(best_ckpt, ec)) {
+      const SafetensorsFile best = read_checkpoint(best_ckpt.string());
+      best_accuracy = metadata_number(best, "test_accuracy");
+      best_loss = metadata_number(best, "test_loss");
+    }
+  } else {
+    switch (run_state(run_dir.string())) {
+      case RunState::empty:
+        break;
+      case RunState::started:
+        EPOCH_THROW(ConfigError, run_dir.string(),
+                    " holds a run that stopped before its first checkpoint: remove the folder "
+                    "or choose another --out");
+      case RunState::checkpointed:
+        EPOCH_THROW(ConfigError, run_dir.string(),
+                    " already holds a run: pass --resume to continue it or choose another --out");
+    }
   }
-  check_config(c);
 
   ops::set_num_threads(c.threads);
   ops::set_cpu_kernels(c.determinism == Determinism::strict ? ops::CpuKernels::reference
@@ -257,7 +366,9 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
                 EPOCH_WITH_CUDA ? "" : "; built without CUDA", ")");
   models::Model model = models::build_model(c.model);
   const models::ModelSpec& spec = model.spec;
+  check_batch_fits(c, spec);
   TrainingData data = open_training_data(c, spec);
+  result.eval_name = data.val_name;
   const data::Preprocessing pre = preprocessing_for(c, spec);
   c.augment.validate();
   data::LoaderConfig loader_config;
@@ -266,7 +377,6 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
   loader_config.prefetch = c.prefetch;
   loader_config.seed = c.seed;
   loader_config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
-  std::FILE* warnings = c.quiet ? nullptr : progress_out;
 
   nn::initialize(*model.net, c.seed);
   model.net->to(device);
@@ -291,7 +401,6 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
     EPOCH_THROW(ConfigError, run_dir.string(), " already completed ", start_epoch,
                 " epochs; pass a larger --epochs to continue");
 
-  std::error_code ec;
   fs::create_directories(ckpt_dir, ec);
   if (ec) EPOCH_THROW(IoError, ckpt_dir.string(), ": cannot create: ", ec.message());
   {
@@ -299,17 +408,20 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
     cfg["model_parameters"] = model.net->parameter_count();
     cfg["threads_used"] = ops::num_threads();
     cfg["epoch_version"] = EPOCH_VERSION;
-    std::ofstream out(run_dir / "config.json");
-    out << cfg.dump(2) << "\n";
-    if (!out) EPOCH_THROW(IoError, (run_dir / "config.json").string(), ": write failed");
+    const std::string text = cfg.dump(2) + "\n";
+    write_file_atomic((run_dir / "config.json").string(),
+                      std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
+                      true);
   }
+  // Records past the checkpoint (a run killed after logging them) are logged again now.
+  if (c.resume) truncate_metrics_after(run_dir.string(), global_step);
   MetricsLog metrics((run_dir / "metrics.jsonl").string());
   Progress progress(progress_out, c.progress_interactive);
-  data::Loader loader(*data.train, pre, c.augment, loader_config, warnings);
+  data::Loader loader(*data.train, pre, c.augment, loader_config, &warnings);
   data::LoaderConfig eval_config = loader_config;
   eval_config.batch_size =
       c.eval_batch_size > 0 ? c.eval_batch_size : auto_eval_batch_size(spec, c.batch_size);
-  data::Loader eval_loader(*data.val, pre, std::nullopt, eval_config, warnings);
+  data::Loader eval_loader(*data.val, pre, std::nullopt, eval_config, &warnings);
 
   double train_seconds = 0.0, wait_seconds = 0.0;
   std::int64_t images_this_run = 0;
@@ -325,18 +437,21 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
     double loss_sum = 0.0, window_sum = 0.0;
     std::int64_t window_n = 0, images = 0;
     std::int64_t s = 0;
-    for (; s < steps_per_epoch; ++s, ++global_step) {
+    // Batches whose images were all skipped are not steps; the schedule follows the planned
+    // position in the epoch, so it ends where it was planned to.
+    for (; s < steps_per_epoch; ++s) {
       const data::Batch* batch = loader.next();
       if (batch == nullptr) break;  // bad images were skipped: fewer batches this epoch
       const std::int64_t count = batch->images.size(0);
       const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
       model.net->set_step_seed(c.seed, static_cast<std::uint64_t>(global_step));
-      optimizer->set_lr(schedule->lr_at(global_step));
+      optimizer->set_lr(schedule->lr_at(epoch * steps_per_epoch + s));
       ops::fill_(flat.grads, 0.0f);
       Tensor out = model.net->forward(x);
       Tensor loss = models::model_loss(spec.task, out, x, labels);
       loss.backward();
       optimizer->step();
+      ++global_step;
       const double lv = loss.item();
       if (!std::isfinite(lv))
         EPOCH_THROW(NumericalError, "loss became ", lv, " at epoch ", epoch + 1, " step ", s + 1,
@@ -347,28 +462,50 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
       ++window_n;
       images += count;
       if (!c.quiet) progress.update(s + 1, images, window_sum / static_cast<double>(window_n));
-      if (c.log_every > 0 && (global_step + 1) % c.log_every == 0) {
+      if (c.log_every > 0 && global_step % c.log_every == 0) {
         metrics.write({{"kind", "step"},
                        {"epoch", epoch + 1},
-                       {"step", global_step + 1},
+                       {"step", global_step},
                        {"loss", window_sum / static_cast<double>(window_n)},
                        {"lr", optimizer->lr()}});
         window_sum = 0.0;
         window_n = 0;
       }
     }
+    if (s == 0)
+      EPOCH_THROW(IoError, data.train->description(), ": every training image of epoch ", epoch + 1,
+                  " was skipped as bad (see the warnings)");
     const double epoch_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-    // A whole batch of skipped images shortens the epoch; keep the step count (and so the
-    // schedule and resumption) as planned.
-    global_step += steps_per_epoch - s;
     const double epoch_wait = loader.stats().wait_s - wait_before;
     train_seconds += epoch_s;
     wait_seconds += epoch_wait;
     images_this_run += images;
-    result.train_loss = s > 0 ? loss_sum / static_cast<double>(s) : 0.0;
+    result.train_loss = loss_sum / static_cast<double>(s);
 
+    if (const std::string bad = first_non_finite_tensor(*model.net, optimizer.get()); !bad.empty())
+      EPOCH_THROW(NumericalError, "training diverged in epoch ", epoch + 1, ": tensor '", bad,
+                  "' holds NaN or infinite values (lr ", optimizer->lr(),
+                  "); nothing of this epoch was saved, the last good checkpoint is ",
+                  fs::exists(last_ckpt) ? last_ckpt.string() : std::string("(none yet)"));
     eval = evaluate(*model.net, spec.task, eval_loader, data.val->size());
+    if (eval.count == 0)
+      EPOCH_THROW(IoError, data.val->description(), ": every ", data.val_name,
+                  " image was skipped as bad (see the warnings), so there is nothing to report");
+
+    // The checkpoint first, then the epoch's record: a kill between them leaves a record that
+    // resuming removes (truncate_metrics_after), never a record without its checkpoint.
+    const auto meta = checkpoint_metadata(c, pre, *data.train, epoch + 1, global_step, eval);
+    save_checkpoint(last_ckpt.string(), *model.net, optimizer.get(), meta);
+    publish_copy(last_ckpt.string(), (ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
+    if (better_than(eval, best_accuracy, best_loss)) {
+      publish_copy(last_ckpt.string(), best_ckpt.string());
+      best_accuracy = eval.accuracy;
+      best_loss = eval.loss;
+    }
+    prune_epoch_checkpoints(run_dir.string(), c.keep_checkpoints);
+    result.checkpoint = last_ckpt.string();
+
     const double ips = static_cast<double>(images) / epoch_s;
     json record{
         {"kind", "epoch"},
@@ -385,27 +522,22 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out) {
     record["test_accuracy"] = eval.accuracy >= 0 ? json(eval.accuracy) : json(nullptr);
     metrics.write(record);
 
-    const auto meta = checkpoint_metadata(c, pre, *data.train, epoch + 1, global_step, eval);
-    const fs::path epoch_ckpt = ckpt_dir / ("epoch-" + std::to_string(epoch + 1) + ".safetensors");
-    save_checkpoint(epoch_ckpt.string(), *model.net, optimizer.get(), meta);
-    save_checkpoint(last_ckpt.string(), *model.net, optimizer.get(), meta);
-    result.checkpoint = last_ckpt.string();
-
     if (!c.quiet) {
       char line[256];
       if (eval.accuracy >= 0)
         std::snprintf(
             line, sizeof line,
-            "epoch %lld: train loss %.4f | test loss %.4f | test accuracy %.2f%% | %.0f img/s",
-            static_cast<long long>(epoch + 1), result.train_loss, eval.loss, 100.0 * eval.accuracy,
-            ips);
+            "epoch %lld: train loss %.4f | %s loss %.4f | %s accuracy %.2f%% | %.0f img/s",
+            static_cast<long long>(epoch + 1), result.train_loss, data.val_name.c_str(), eval.loss,
+            data.val_name.c_str(), 100.0 * eval.accuracy, ips);
       else
-        std::snprintf(line, sizeof line,
-                      "epoch %lld: train loss %.5f | test loss %.5f | %.0f img/s",
-                      static_cast<long long>(epoch + 1), result.train_loss, eval.loss, ips);
+        std::snprintf(line, sizeof line, "epoch %lld: train loss %.5f | %s loss %.5f | %.0f img/s",
+                      static_cast<long long>(epoch + 1), result.train_loss, data.val_name.c_str(),
+                      eval.loss, ips);
       progress.end_epoch(line);
     }
   }
+  warnings.summarize();
   result.epochs = end_epoch;
   result.steps = global_step;
   result.test_loss = eval.loss;

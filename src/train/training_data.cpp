@@ -49,9 +49,12 @@ void memory_pair(TrainingData& d, data::ImageDataset train, data::ImageDataset v
   d.val = std::make_unique<data::MemorySource>(take_first(val, c.limit_test));
 }
 
-void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& c) {
+void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& c,
+                 bool validation_optional) {
   data::ImageFolder train = data::scan_image_folder(train_dir.string());
   data::ImageFolder val;
+  bool found = true;
+  d.val_name = "validation";
   if (!c.val_data.empty()) {
     if (c.val_split > 0)
       EPOCH_THROW(ConfigError, "--val-data and --val-split both given: choose one");
@@ -60,24 +63,26 @@ void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& 
     std::tie(train, val) = data::split_image_folder(train, c.val_split);
   } else {
     const fs::path root = train_dir.parent_path();
-    bool found = false;
+    found = false;
     if (train_dir.filename() == "train") {
       for (const char* name : {"validation", "val", "test"}) {
         if (fs::is_directory(root / name)) {
           val = data::scan_image_folder((root / name).string(), train.class_names);
+          d.val_name = std::string(name) == "test" ? "test" : "validation";
           found = true;
           break;
         }
       }
     }
-    if (!found)
+    if (!found && !validation_optional)
       EPOCH_THROW(ConfigError, train_dir.string(),
                   ": no validation images: pass --val-data DIR or --val-split 0.2");
   }
   const std::int64_t cache = c.cache_mib * 1024 * 1024;
   d.train =
       std::make_unique<data::FolderSource>(take_first(std::move(train), c.limit_train), cache);
-  d.val = std::make_unique<data::FolderSource>(take_first(std::move(val), c.limit_test), cache);
+  if (found)
+    d.val = std::make_unique<data::FolderSource>(take_first(std::move(val), c.limit_test), cache);
   d.kind = "image-folder";
 }
 
@@ -103,7 +108,8 @@ std::unique_ptr<data::SampleSource> open_evaluation_data(
   return std::move(open_training_data(c, spec).val);
 }
 
-TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& spec) {
+TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& spec,
+                                bool validation_optional) {
   TrainingData d;
   const std::int64_t classes = spec.task == models::Task::classification ? spec.outputs : 2;
   if (c.data == "synthetic") {
@@ -144,9 +150,9 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
                   data::load_cifar10(cifar.string(), "test"), c);
       d.kind = "cifar10";
     } else if (fs::is_directory(dir / "train", ec)) {
-      folder_pair(d, dir / "train", c);
+      folder_pair(d, dir / "train", c, validation_optional);
     } else {
-      folder_pair(d, dir, c);
+      folder_pair(d, dir, c, validation_optional);
     }
   }
   if (d.kind != "image-folder" && (!c.val_data.empty() || c.val_split > 0))
@@ -164,7 +170,8 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
                 d.train->description(), " has ", m->channels());
   if (d.train->size() == 0)
     EPOCH_THROW(ConfigError, d.train->description(), ": no training samples");
-  if (d.val->size() == 0) EPOCH_THROW(ConfigError, d.val->description(), ": no validation samples");
+  if (d.val && d.val->size() == 0)
+    EPOCH_THROW(ConfigError, d.val->description(), ": no validation samples");
   return d;
 }
 

@@ -115,7 +115,7 @@ TEST(ImageCli, BadFilesAreSkippedAndCountedOrStopTheRun) {
                                     dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name : {"zero.png", "text.jpg", "corrupt.jpg", "truncated.png"})
-    EXPECT_NE(r.out.find(name), std::string::npos) << name << " not reported:\n" << r.out;
+    EXPECT_NE(r.err.find(name), std::string::npos) << name << " not reported:\n" << r.err;
   EXPECT_NE(r.out.find("skipped:       4 bad image files"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(dir / "run/checkpoints/epoch-2.safetensors"));
 

@@ -545,8 +545,7 @@ TEST(ImageCodec, GarbageInsideTheScanIsAnError) {
   // an error here); the rare undetectable case still yields a whole image.
   EXPECT_GT(errors, 40);
   Bytes ff = jpg;  // a run of FF: fill bytes where entropy-coded data should be
-  std::fill(ff.begin() + static_cast<std::ptrdiff_t>(sos) + 20, ff.end() - 200,
-            std::uint8_t{0xff});
+  std::fill(ff.begin() + static_cast<std::ptrdiff_t>(sos) + 20, ff.end() - 200, std::uint8_t{0xff});
   EXPECT_THROW(decode_image(ff, "ff.jpg"), IoError);
 }
 
@@ -569,6 +568,19 @@ TEST(ImageCodec, HostileSizesAreRefusedBeforeDecoding) {
                   "above the limit of 255 pixels", capped);
   capped.max_pixels = 256;
   EXPECT_EQ(decode_image(jpg, "ok.jpg", capped).width, 16);
+}
+
+TEST(ImageCodec, DecompressionBombsAreRefusedFromTheHeader) {
+  // 30000x30000 claimed by a 70-byte file: above the default pixel limit.
+  EXPECT_GT(std::int64_t{30000} * 30000, kDefaultMaxImagePixels);
+  expect_io_error(testing::png_claiming(30000, 30000, 1), "bomb.png",
+                  "above the limit of " + std::to_string(kDefaultMaxImagePixels));
+  // Under the pixel limit, but its few bytes of image data cannot hold what the header claims:
+  // refused before the 300 MB of pixels would be allocated.
+  expect_io_error(testing::png_claiming(10000, 10000, 1), "liar.png",
+                  "cannot hold the 10000x10000");
+  // A true image of the same kind decodes.
+  EXPECT_EQ(decode_image(testing::png_claiming(64, 48, 48), "ok.png").height, 48);
 }
 
 TEST(ImageCodec, MissingFileOrDirectoryIsNamed) {

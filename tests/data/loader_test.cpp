@@ -34,7 +34,8 @@ Image pattern_image(std::int64_t w, std::int64_t h, int seed) {
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 /// root/<class>/img<i>.png for classes a, b (n each, sizes varying), plus a stray text file.
@@ -104,6 +105,57 @@ TEST(ImageFolderTest, ErrorsNameTheFolder) {
   make_folder(dir / "train", 2);
   fs::create_directories(dir / "val/a_cat");
   EXPECT_THROW(scan_image_folder(dir / "val", {"a_cat", "b_dog"}), ConfigError);
+}
+
+TEST(ImageFolderTest, SymlinksAddEachRealFolderAndFileOnce) {
+  testing::TempDir dir;
+  make_folder(dir.path(), 3);
+  fs::create_directory_symlink("..", dir / "a_cat/up");          // a loop to the root
+  fs::create_directory_symlink("../b_dog", dir / "a_cat/dogs");  // another class
+  fs::create_directories(dir / "b_dog/more");
+  fs::create_symlink("../img0.png", dir / "b_dog/more/again.png");  // a file seen already
+  write_png(dir / "b_dog/more/new.png", pattern_image(9, 9, 5));    // a real new file
+  const ImageFolder f = scan_image_folder(dir.path());
+  ASSERT_EQ(f.files.size(), 7u);  // 3 + 3 + more/new.png
+  EXPECT_EQ(f.labels, (std::vector<std::int32_t>{0, 0, 0, 1, 1, 1, 1}));
+  for (const std::string& file : f.files) EXPECT_EQ(file.find("/up/"), std::string::npos) << file;
+  // The validation split sees no duplicates either.
+  const auto [train, val] = split_image_folder(f, 0.34);
+  EXPECT_EQ(train.files.size() + val.files.size(), 7u);
+}
+
+TEST(ImageFolderTest, AnEmptyClassFolderIsRefused) {
+  testing::TempDir dir;
+  make_folder(dir.path(), 2);
+  fs::create_directories(dir / "c_empty/sub");
+  try {
+    scan_image_folder(dir.path());
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'c_empty' holds no"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageFolderTest, ABombIsSkippedNamingItsFile) {
+  testing::TempDir dir;
+  make_folder(dir.path(), 2);
+  // 30000x30000 claimed by a 70-byte file: refused from its header, as a bad file.
+  const std::vector<std::uint8_t> bomb = testing::png_claiming(30000, 30000, 1);
+  write_bytes(dir / "a_cat/bomb.png", std::string(bomb.begin(), bomb.end()));
+  FolderSource source(scan_image_folder(dir.path()), 0);
+  Warnings warnings(nullptr);
+  LoaderConfig config;
+  config.batch_size = 5;
+  Loader loader(source, pre_of(3, 8, 8), some_augmentation(), config, &warnings);
+  std::vector<std::int64_t> order(5);
+  std::iota(order.begin(), order.end(), 0);
+  loader.start_epoch(0, order);
+  const Batch* b = loader.next();
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->images.size(0), 4);
+  ASSERT_EQ(loader.stats().bad_files.size(), 1u);
+  EXPECT_NE(loader.stats().bad_files[0].find("bomb.png"), std::string::npos);
+  EXPECT_EQ(warnings.count("bad images"), 1);
 }
 
 TEST(ImageFolderTest, ValidationSplitTakesTheFirstFractionOfEachClass) {
@@ -214,8 +266,9 @@ TEST(LoaderTest, BadImagesAreSkippedWithOneWarningEachOrFail) {
     LoaderConfig config;
     config.batch_size = 4;
     config.workers = workers;
-    std::FILE* warnings = std::tmpfile();
-    Loader loader(source, pre, std::nullopt, config, warnings);
+    std::FILE* warnings_file = std::tmpfile();
+    Warnings warnings(warnings_file);
+    Loader loader(source, pre, std::nullopt, config, &warnings);
     for (int epoch = 0; epoch < 2; ++epoch) {
       loader.start_epoch(epoch, order);
       std::int64_t samples = 0;
@@ -225,13 +278,15 @@ TEST(LoaderTest, BadImagesAreSkippedWithOneWarningEachOrFail) {
     const LoaderStats stats = loader.stats();
     EXPECT_EQ(stats.skipped, 6);  // 3 bad files, twice
     ASSERT_EQ(stats.bad_files.size(), 3u);
-    std::rewind(warnings);
+    std::rewind(warnings_file);
     std::string text(4096, '\0');
-    text.resize(std::fread(text.data(), 1, text.size(), warnings));
-    std::fclose(warnings);
+    text.resize(std::fread(text.data(), 1, text.size(), warnings_file));
+    std::fclose(warnings_file);
     for (const char* name : {"empty.png", "text.jpg", "truncated.png"})
       EXPECT_NE(text.find(name), std::string::npos) << text;
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;
+    EXPECT_EQ(text.find("[at "), std::string::npos) << text;  // no source locations
+    EXPECT_EQ(warnings.count("bad images"), 3);
 
     config.on_bad_image = OnBadImage::fail;
     Loader failing(source, pre, std::nullopt, config, nullptr);
@@ -304,9 +359,9 @@ TEST(LoaderTest, StopsCleanlyMidEpochAndRestarts) {
     loader.start_epoch(2, order);
     ASSERT_NE(loader.next(), nullptr);
   }  // destroyed with work in flight: must join without hanging
-  EXPECT_THROW(Loader(source, pre_of(3, 4, 4), std::nullopt, LoaderConfig{0}, nullptr), InvalidArgument);
+  EXPECT_THROW(Loader(source, pre_of(3, 4, 4), std::nullopt, LoaderConfig{0}, nullptr),
+               InvalidArgument);
 }
-
 
 /// Whether `view` came from the source's cache rather than the caller's scratch image.
 bool from_cache(const ImageView& view, const Image& scratch) {
@@ -389,7 +444,6 @@ TEST(LoaderTest, ConcurrentCacheFillsKeepTheBudgetExact) {
     EXPECT_LT(source.cached_bytes(), total);
   }
 }
-
 
 TEST(LoaderTest, ManyWorkersRestartedAndDestroyedMidEpochMatchTheSerialLoader) {
   // Eight workers, one batch ahead, one sample per batch, over a cache smaller than the set;

@@ -1,6 +1,8 @@
 // Implementation of the shared test helpers (testing.h).
 #include "testing/testing.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -51,9 +53,9 @@ Tensor random_away_from_zero(const Shape& shape, std::uint64_t seed, float gap, 
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << a.size() << " elements differ; worst at "
-                                       << worst_i << ": " << a[worst_i] << " vs expected "
-                                       << e[worst_i] << " (|diff| " << worst << ")";
+  return ::testing::AssertionFailure()
+         << bad << " of " << a.size() << " elements differ; worst at " << worst_i << ": "
+         << a[worst_i] << " vs expected " << e[worst_i] << " (|diff| " << worst << ")";
 }
 
 namespace {
@@ -109,12 +111,11 @@ double objective(const std::function<Tensor(const std::vector<Tensor>&)>& f,
       const double fm = objective(f, shifted, rv);
       const double numeric = (fp - fm) / (2.0 * opts.eps);
       const double an = a[static_cast<std::size_t>(i)];
-      const double tol =
-          opts.atol + opts.rtol * std::max({std::fabs(an), std::fabs(numeric), 1.0});
+      const double tol = opts.atol + opts.rtol * std::max({std::fabs(an), std::fabs(numeric), 1.0});
       if (!(std::fabs(an - numeric) <= tol))
         return ::testing::AssertionFailure()
-               << "input " << k << " " << shape_str(x.shape()) << " element " << i
-               << ": analytic " << an << " vs numeric " << numeric;
+               << "input " << k << " " << shape_str(x.shape()) << " element " << i << ": analytic "
+               << an << " vs numeric " << numeric;
     }
   }
   return ::testing::AssertionSuccess();
@@ -158,4 +159,33 @@ FileSizeLimit::~FileSizeLimit() {
   setrlimit(RLIMIT_FSIZE, &limit);
   std::signal(SIGXFSZ, old_handler_);
 }
+std::vector<std::uint8_t> png_claiming(std::uint32_t w, std::uint32_t h, std::uint32_t rows) {
+  using Bytes = std::vector<std::uint8_t>;
+  const auto put32 = [](Bytes& out, std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+      out.push_back(static_cast<std::uint8_t>(v >> shift));
+  };
+  Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  const auto chunk = [&](const char* type, const Bytes& data) {
+    put32(out, static_cast<std::uint32_t>(data.size()));
+    Bytes body(type, type + 4);
+    body.insert(body.end(), data.begin(), data.end());
+    out.insert(out.end(), body.begin(), body.end());
+    put32(out, static_cast<std::uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size()))));
+  };
+  Bytes ihdr;
+  put32(ihdr, w);
+  put32(ihdr, h);
+  ihdr.insert(ihdr.end(), {8, 2, 0, 0, 0});
+  chunk("IHDR", ihdr);
+  const Bytes raw(static_cast<std::size_t>(rows) * (1 + 3 * w), 0);
+  uLongf size = compressBound(static_cast<uLong>(raw.size()));
+  Bytes idat(size);
+  compress2(idat.data(), &size, raw.data(), static_cast<uLong>(raw.size()), 9);
+  idat.resize(size);
+  chunk("IDAT", idat);
+  chunk("IEND", {});
+  return out;
+}
+
 }  // namespace epoch::testing

@@ -20,8 +20,8 @@ Tensor random_away_from_zero(const Shape& shape, std::uint64_t seed, float gap =
                              float hi = 1.0f);
 
 /// Checks |a - b| <= atol + rtol * max(|a|, |b|) element by element; reports the worst one.
-::testing::AssertionResult allclose(const Tensor& actual, const Tensor& expected, float atol = 1e-5f,
-                                    float rtol = 1e-4f);
+::testing::AssertionResult allclose(const Tensor& actual, const Tensor& expected,
+                                    float atol = 1e-5f, float rtol = 1e-4f);
 
 struct GradcheckOptions {
   float eps = 1e-2f;   // central-difference step
@@ -36,6 +36,10 @@ struct GradcheckOptions {
 /// differences of the same objective (evaluated in double). Inputs that require grad are checked.
 ::testing::AssertionResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                                      std::vector<Tensor> inputs, const GradcheckOptions& opts = {});
+
+/// A PNG of `w` x `h` 8-bit RGB pixels whose IDAT holds `rows` deflated zero rows: with fewer
+/// rows than `h` its header lies about its size (decompression-bomb tests).
+std::vector<std::uint8_t> png_claiming(std::uint32_t w, std::uint32_t h, std::uint32_t rows);
 
 }  // namespace epoch::testing
 

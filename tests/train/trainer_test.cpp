@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "epoch/tensor/safetensors.h"
+#include "epoch/train/run_dir.h"
 #include "testing/testing.h"
 
 namespace epoch::train {
@@ -142,6 +144,105 @@ TEST(Trainer, RefusesToOverwriteARunAndChecksTheConfig) {
   TrainConfig resume_nothing = small_config(dir / "nothing");
   resume_nothing.resume = true;
   EXPECT_THROW(train(resume_nothing, stdout), IoError);
+}
+
+TEST(Trainer, DivergedWeightsAreNeverCheckpointed) {
+  // lr 1e20: the loss stays finite (ReLU and max pooling turn NaN activations into numbers)
+  // while the weights become NaN.
+  testing::TempDir dir;
+  TrainConfig c = small_config(dir / "run");
+  c.optimizer.lr = 1e20f;
+  c.synthetic_count = 256;
+  try {
+    train(c, stdout);
+    FAIL() << "a run with NaN weights finished";
+  } catch (const NumericalError& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(what.find("tensor 'model.") != std::string::npos ||
+                what.find("loss became") != std::string::npos)
+        << what;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "run/checkpoints/last.safetensors"));
+}
+
+TEST(Trainer, ALockedRunDirectoryIsRefused) {
+  testing::TempDir dir;
+  const RunDirLock held(dir / "run");
+  EXPECT_THROW(train(small_config(dir / "run"), stdout), ConfigError);
+}
+
+TEST(Trainer, ARunWithoutCheckpointIsNeitherOverwrittenNorResumed) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "run");
+  std::ofstream(dir / "run/metrics.jsonl") << R"({"kind":"step","step":4})"
+                                           << "\n";
+  EXPECT_THROW(train(small_config(dir / "run"), stdout), ConfigError);
+  TrainConfig resume = small_config(dir / "run");
+  resume.resume = true;
+  try {
+    train(resume, stdout);
+    FAIL() << "resumed a run without a checkpoint";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("before its first checkpoint"), std::string::npos);
+  }
+}
+
+TEST(Trainer, ResumeContinuesTheStoredRunAndRefusesChanges) {
+  testing::TempDir dir;
+  TrainConfig first = small_config(dir / "run");
+  first.epochs = 3;
+  first.synthetic_count = 256;
+  first.stop_after_epochs = 1;
+  train(first, stdout);
+  // A kill after logging an epoch but before its checkpoint left records past it, and a
+  // temporary file.
+  std::ofstream(dir / "run/metrics.jsonl", std::ios::app)
+      << R"({"kind":"epoch","epoch":2,"step":16})"
+      << "\n";
+  std::ofstream(dir / "run/checkpoints/last.safetensors.tmp.4242.0") << "partial";
+
+  const TrainConfig stored = stored_run_config(dir / "run");
+  EXPECT_EQ(stored.epochs, 3);
+  TrainConfig changed = stored;
+  changed.resume = true;
+  changed.out_dir = dir / "run";
+  changed.batch_size = 7;
+  changed.optimizer.lr = 0.5f;
+  const auto conflicts = resume_conflicts(stored, changed);
+  ASSERT_EQ(conflicts.size(), 2u);
+  EXPECT_EQ(conflicts[0], "batch_size 7 (the run has 32)");
+  EXPECT_EQ(conflicts[1], "optimizer.lr 0.5 (the run has 0.002)");
+  EXPECT_THROW(train(changed, stdout), ConfigError);
+
+  TrainConfig resume = stored;
+  resume.resume = true;
+  resume.out_dir = dir / "run";
+  resume.quiet = true;
+  resume.threads = 1;  // allowed: how fast, not what
+  const TrainResult r = train(resume, stdout);
+  EXPECT_EQ(r.epochs, 3);  // the stored plan, not a default
+  EXPECT_EQ(r.steps, 3 * 8);
+  EXPECT_FALSE(std::filesystem::exists(dir / "run/checkpoints/last.safetensors.tmp.4242.0"));
+  std::vector<std::int64_t> epoch_steps;
+  for (const auto& m : read_metrics(r.run_dir))
+    if (m["kind"] == "epoch") epoch_steps.push_back(m["step"].get<std::int64_t>());
+  EXPECT_EQ(epoch_steps, (std::vector<std::int64_t>{8, 16, 24}));  // each epoch once
+}
+
+TEST(Trainer, KeepsTheNewestEpochCheckpointsAndTheBest) {
+  testing::TempDir dir;
+  TrainConfig c = small_config(dir / "run");
+  c.epochs = 3;
+  c.synthetic_count = 128;
+  c.keep_checkpoints = 1;
+  train(c, stdout);
+  const std::string ckpt = dir / "run/checkpoints";
+  EXPECT_FALSE(std::filesystem::exists(ckpt + "/epoch-1.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(ckpt + "/epoch-2.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(ckpt + "/epoch-3.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(ckpt + "/last.safetensors"));
+  const SafetensorsFile best = load_safetensors(ckpt + "/best.safetensors");
+  EXPECT_GE(std::stoi(best.metadata.at("epoch")), 1);
 }
 
 }  // namespace

@@ -17,6 +17,10 @@ enum class ImageFormat { unknown, jpeg, png };
 /// The format the first bytes announce (JPEG: FF D8 FF; PNG: the 8-byte signature).
 ImageFormat sniff_image_format(std::span<const std::uint8_t> bytes);
 
+/// The default pixel limit of decoding: 2^27 (134 megapixels, e.g. 13400x10000; a 100 MP
+/// camera's 11648x8736 fits), 402 MB as RGB. Decompression bombs claim billions.
+inline constexpr std::int64_t kDefaultMaxImagePixels = std::int64_t{1} << 27;
+
 struct DecodeOptions {
   /// DCT-domain downscaling: a JPEG is decoded at the smallest of the scaling factors 1/8,
   /// 1/4, 1/2, 1 whose result is still at least min_width x min_height (after EXIF
@@ -26,10 +30,10 @@ struct DecodeOptions {
   std::int64_t min_height = 0;
   /// Rotate/flip a JPEG as its EXIF Orientation tag (1-8) says, as viewers display it.
   bool apply_exif_orientation = true;
-  /// Refuse (IoError) an image of more than this many pixels at full size, before anything
-  /// is allocated for it: a guard against decompression bombs (the fuzz targets set it).
+  /// Refuse (IoError) an image of more than this many pixels at full size, read from its
+  /// header before anything is allocated for it: a guard against decompression bombs.
   /// 0: no limit beyond 32768 in either dimension.
-  std::int64_t max_pixels = 0;
+  std::int64_t max_pixels = kDefaultMaxImagePixels;
 
   /// Same request, field by field (the decoded-image cache's key).
   bool operator==(const DecodeOptions&) const = default;

@@ -18,6 +18,7 @@
 #include "epoch/data/augment.h"
 #include "epoch/data/dataset.h"
 #include "epoch/data/source.h"
+#include "epoch/tensor/warnings.h"
 
 namespace epoch::data {
 
@@ -54,9 +55,10 @@ struct LoaderStats {
 class Loader {
  public:
   /// `source` must outlive the loader. `augment` null or disabled: the deterministic
-  /// evaluation transform. Warnings for skipped files go to `warnings` (null: none).
+  /// evaluation transform. Warnings for skipped files go to `warnings` (kind "bad images";
+  /// null: none).
   Loader(const SampleSource& source, Preprocessing preprocessing,
-         std::optional<AugmentConfig> augment, LoaderConfig config, std::FILE* warnings = stderr);
+         std::optional<AugmentConfig> augment, LoaderConfig config, Warnings* warnings = nullptr);
   ~Loader();  // stops and joins the workers, even mid-epoch
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -85,7 +87,7 @@ class Loader {
   Preprocessing pre_;
   std::optional<AugmentConfig> augment_;
   LoaderConfig config_;
-  std::FILE* warnings_;
+  Warnings* warnings_;
   DecodeOptions hint_;
 
   std::int64_t epoch_ = 0;

@@ -66,8 +66,12 @@ struct ImageFolder {
 };
 
 /// Scans `dir`. With `class_names` given (a validation folder must use the training classes),
-/// exactly those subfolders are read and a missing one is an error. Throws IoError when dir is
-/// missing, ConfigError when it has no class subfolders or no image files.
+/// exactly those subfolders are read and a missing one is an error. Subfolders of a class
+/// count as that class. Symbolic links are followed, but each real folder and each real file
+/// (by device and inode) is read once in the whole scan, in sorted order: a link loop or a
+/// second link to the same images adds nothing. Throws IoError when dir is missing or cannot
+/// be listed, ConfigError when it has no class subfolders or no image files, or (class names
+/// not given) when a class folder holds no images.
 ImageFolder scan_image_folder(const std::string& dir,
                               const std::vector<std::string>& class_names = {});
 

@@ -17,7 +17,9 @@ bool use_onednn();
 /// RAII switch to the given kernels for a scope (tests compare both paths with this).
 class CpuKernelsGuard {
  public:
-  explicit CpuKernelsGuard(CpuKernels kernels) : previous_(cpu_kernels()) { set_cpu_kernels(kernels); }
+  explicit CpuKernelsGuard(CpuKernels kernels) : previous_(cpu_kernels()) {
+    set_cpu_kernels(kernels);
+  }
   ~CpuKernelsGuard() { set_cpu_kernels(previous_); }
   CpuKernelsGuard(const CpuKernelsGuard&) = delete;
   CpuKernelsGuard& operator=(const CpuKernelsGuard&) = delete;
@@ -26,7 +28,12 @@ class CpuKernelsGuard {
   CpuKernels previous_;
 };
 
-/// Sets the number of threads CPU kernels use (OpenMP and oneDNN).
+/// The most CPU threads epoch runs: beyond it GNU OpenMP fails to start its pool (a crash or
+/// a hang at tens of thousands).
+inline constexpr int kMaxThreads = 1024;
+
+/// Sets the number of threads CPU kernels use (OpenMP and oneDNN); 0 keeps the current count.
+/// requires: 0 <= threads <= kMaxThreads (ConfigError naming the limit otherwise).
 void set_num_threads(int threads);
 int num_threads();
 

@@ -57,10 +57,12 @@ class Optimizer {
   /// the same first element. Throws InvalidArgument otherwise, ConfigError for lr.
   Optimizer(std::string name, NamedTensors params, float lr);
 
+  /// What a state buffer holds: any finite values, finite values >= 0 (running averages of
+  /// squares), or a scalar i32 counter >= 0. load_state refuses anything else.
+  enum class BufferValues { finite, non_negative, counter };
   /// Registers a per-parameter state buffer "<name>.<kind>.<param>" of zeros (shape and
-  /// device of the parameter, or a scalar i32 counter when `counter` is true). Returns its
-  /// index for buffer().
-  std::size_t add_buffer(const std::string& kind, bool counter = false);
+  /// device of the parameter, or a scalar i32 for a counter). Returns its index for buffer().
+  std::size_t add_buffer(const std::string& kind, BufferValues values = BufferValues::finite);
   /// The weight decay parameter i gets: `wd`, or 0 when set_weight_decay_only excludes it.
   float decay_for(std::size_t i, float wd) const {
     return no_decay_.empty() || !no_decay_[i] ? wd : 0.0f;
@@ -78,8 +80,9 @@ class Optimizer {
   float lr_;
   std::int64_t steps_ = 0;
   std::vector<std::string> buffer_kinds_;
+  std::vector<BufferValues> buffer_values_;
   std::vector<std::vector<Tensor>> buffers_;  // [kind][param]
-  std::vector<char> no_decay_;                 // [param]: 1 = no weight decay; empty: all decay
+  std::vector<char> no_decay_;                // [param]: 1 = no weight decay; empty: all decay
 };
 
 /// torch.optim.SGD with dampening 0: d = g + wd * p; with momentum, buf = momentum * buf + d

@@ -115,14 +115,26 @@ class Tensor {
   std::shared_ptr<autograd::Meta> meta_;
 };
 
+/// Elements of an f32 tensor that are NaN or infinite (0 for other dtypes; any device, copied
+/// to the CPU first). Checkpoints are checked with it before they are written and read.
+std::int64_t count_non_finite(const Tensor& t);
+/// Elements of an f32 tensor below zero (NaN is not counted).
+std::int64_t count_negative(const Tensor& t);
+
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::f32; }
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
 template <>
-constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
+constexpr DType dtype_of<std::int32_t>() {
+  return DType::i32;
+}
 template <>
-constexpr DType dtype_of<std::uint8_t>() { return DType::u8; }
+constexpr DType dtype_of<std::uint8_t>() {
+  return DType::u8;
+}
 
 template <typename T>
 T* Tensor::data() const {

@@ -15,21 +15,37 @@ namespace epoch::train {
 /// The metadata key that identifies epoch checkpoints and their format version.
 inline constexpr const char* kCheckpointFormat = "epoch-checkpoint-1";
 
+/// The first model or optimizer tensor (by its checkpoint name, "model.<path>" or
+/// "optim.<state>") that holds a NaN or an infinity, or "" when every value is finite.
+std::string first_non_finite_tensor(const nn::Module& model, const optim::Optimizer* optimizer);
+
 /// Writes model state, optimizer state (when given) and metadata to `path` atomically.
+/// NumericalError, writing nothing, when a tensor holds NaN or infinity (naming it).
 void save_checkpoint(const std::string& path, const nn::Module& model,
-                     const optim::Optimizer* optimizer, std::map<std::string, std::string> metadata);
+                     const optim::Optimizer* optimizer,
+                     std::map<std::string, std::string> metadata);
 
 /// Reads a checkpoint and checks that it is one of ours (format key present).
 SafetensorsFile read_checkpoint(const std::string& path);
 
 /// Copies the checkpoint's "model.*" tensors into the model; every model tensor must be
-/// present with its shape (IoError naming the file and the tensor otherwise).
+/// present with its shape and hold finite values (IoError naming the file and the tensor
+/// otherwise; the model is unchanged then).
 void load_model_state(const SafetensorsFile& file, nn::Module& model);
 
-/// Restores the optimizer from the checkpoint's "optim.*" tensors.
+/// Restores the optimizer from the checkpoint's "optim.*" tensors (IoError naming the file
+/// when an entry is missing, misshapen, not finite, or negative where it cannot be).
 void load_optimizer_state(const SafetensorsFile& file, optim::Optimizer& optimizer);
 
 /// A metadata value; IoError naming the file and key when absent.
 const std::string& metadata_at(const SafetensorsFile& file, const std::string& key);
+
+/// A metadata value that must be a whole number in [min, max] (epoch, step): IoError naming
+/// the file, the key and the value otherwise.
+std::int64_t metadata_int(const SafetensorsFile& file, const std::string& key, std::int64_t min,
+                          std::int64_t max);
+/// A metadata value that must be a number (test_loss, test_accuracy; "nan" and "inf" are
+/// numbers): IoError naming the file, the key and the value otherwise.
+double metadata_number(const SafetensorsFile& file, const std::string& key);
 
 }  // namespace epoch::train

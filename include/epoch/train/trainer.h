@@ -5,14 +5,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "epoch/data/augment.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/optim/schedule.h"
+#include "epoch/tensor/warnings.h"
 
 namespace epoch::train {
 
@@ -34,8 +34,8 @@ struct TrainConfig {
   std::string val_data;
   /// Keras validation_split: hold out this fraction of each class of an image folder.
   double val_split = 0.0;
-  int workers = -1;        // loader threads; -1: auto (resolve_workers, training_data.h)
-  int prefetch = 2;        // batches made ahead
+  int workers = -1;                   // loader threads; -1: auto (resolve_workers, training_data.h)
+  int prefetch = 2;                   // batches made ahead
   std::string on_bad_image = "skip";  // skip | fail
   std::int64_t cache_mib = 1024;      // decoded-image cache of an image folder (0: off)
   /// Random augmentation of training samples (the model's recipe by default; see recipe.h).
@@ -54,8 +54,8 @@ struct TrainConfig {
   optim::ScheduleConfig schedule;    // defaults: cosine to 0 over the run
   /// Warm-up steps; -1: min(300, 10% of the run's steps).
   std::int64_t warmup_steps = -1;
-  std::string device = "cpu";        // cpu, cuda or cuda:N
-  int threads = 0;                   // 0: every core
+  std::string device = "cpu";  // cpu, cuda or cuda:N
+  int threads = 0;             // 0: every core
   std::uint64_t seed = 0;
   std::string out_dir;  // empty: runs/<model>-<date>-<time>
   bool resume = false;
@@ -65,12 +65,15 @@ struct TrainConfig {
   Determinism determinism = Determinism::reproducible;
   /// Samples per evaluation batch; 0: auto_eval_batch_size (training_data.h).
   std::int64_t eval_batch_size = 0;
-  std::int64_t log_every = 50;    // steps between metrics.jsonl step records
-  std::int64_t limit_train = 0;   // use only the first N training samples (0: all)
-  std::int64_t limit_test = 0;    // use only the first N test samples (0: all)
+  std::int64_t log_every = 50;          // steps between metrics.jsonl step records
+  std::int64_t limit_train = 0;         // use only the first N training samples (0: all)
+  std::int64_t limit_test = 0;          // use only the first N test samples (0: all)
   std::int64_t synthetic_count = 4096;  // training samples of --data synthetic
-  bool progress_interactive = false;    // redraw a bar (a terminal) instead of periodic lines
-  bool quiet = false;                   // no progress output at all
+  /// epoch-<K>.safetensors files kept, the newest (-1: all); last.safetensors and
+  /// best.safetensors (the best validation result so far) are always kept.
+  std::int64_t keep_checkpoints = 3;
+  bool progress_interactive = false;  // redraw a bar (a terminal) instead of periodic lines
+  bool quiet = false;                 // no progress output at all
 
   TrainConfig();
   nlohmann::json to_json() const;
@@ -79,21 +82,38 @@ struct TrainConfig {
 
 struct TrainResult {
   std::string run_dir;
-  std::string checkpoint;     // the last checkpoint written
-  std::int64_t epochs = 0;    // completed epochs
-  std::int64_t steps = 0;     // optimizer steps in total
-  double train_loss = 0.0;    // mean loss of the last epoch
+  std::string checkpoint;   // the last checkpoint written
+  std::int64_t epochs = 0;  // completed epochs
+  std::int64_t steps = 0;   // optimizer steps in total
+  double train_loss = 0.0;  // mean loss of the last epoch
   double test_loss = 0.0;
-  double test_accuracy = -1.0;  // -1 when the task has no accuracy (reconstruction)
-  double images_per_s = 0.0;    // training images per second of this invocation (no eval)
+  double test_accuracy = -1.0;      // -1 when the task has no accuracy (reconstruction)
+  std::string eval_name = "test";   // what test_* were measured on: "test" or "validation"
+  double images_per_s = 0.0;        // training images per second of this invocation (no eval)
   double data_wait_fraction = 0.0;  // share of training time spent waiting for input
   std::int64_t skipped_images = 0;  // bad image files skipped (training and validation)
-  double wall_s = 0.0;          // wall time of this invocation
+  double wall_s = 0.0;              // wall time of this invocation
   nlohmann::json to_json() const;
 };
 
-/// Trains as configured, writing progress to `progress_out`. Throws epoch::Error on bad input;
-/// a run interrupted at any point keeps its last complete checkpoint and metrics.
-TrainResult train(const TrainConfig& config, std::FILE* progress_out);
+/// The configuration a run directory's last checkpoint was trained with (IoError when it has
+/// none, naming what it holds instead).
+TrainConfig stored_run_config(const std::string& run_dir);
+
+/// The settings a resumed run may change (how fast it runs, how often it logs and what it
+/// keeps, and `epochs`, which extends or shortens the plan); every other one is the run's.
+bool resume_may_change(const std::string& key);
+
+/// The settings (dotted keys of TrainConfig::to_json, e.g. "optimizer.lr") whose values differ
+/// between `stored` and `requested` and that a resumed run may not change, each as
+/// "key value (the run has value)".
+std::vector<std::string> resume_conflicts(const TrainConfig& stored, const TrainConfig& requested);
+
+/// Trains as configured, writing progress to `progress_out` and warnings to `warnings` (null:
+/// stderr). Throws epoch::Error on bad input; a run interrupted at any point keeps its last
+/// complete checkpoint and metrics. The run directory is locked for the call: a second
+/// process gets a ConfigError. Resuming (config.resume) continues the stored run; `config`
+/// must then equal the stored configuration except for what resume_may_change allows.
+TrainResult train(const TrainConfig& config, std::FILE* progress_out, Warnings* warnings = nullptr);
 
 }  // namespace epoch::train

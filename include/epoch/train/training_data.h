@@ -13,7 +13,12 @@
 namespace epoch::train {
 
 struct TrainingData {
+  /// val is null only when open_training_data was told validation is optional and the data
+  /// has none.
   std::unique_ptr<data::SampleSource> train, val;
+  /// What val is, for messages: "test" (a dataset's own test set, a test/ folder) or
+  /// "validation" (validation/ or val/ folders, --val-data, --val-split).
+  std::string val_name = "test";
   /// fashion-mnist, idx, cifar10, image-folder or synthetic.
   std::string kind;
   bool from_files() const { return kind == "image-folder"; }
@@ -25,7 +30,10 @@ struct TrainingData {
 /// folders, or class subfolders of images (then --val-data or --val-split is needed).
 /// limit_train / limit_test keep only the first N samples. Throws IoError / ConfigError with
 /// the fix in the message (e.g. the model is binary but the data has 10 classes).
-TrainingData open_training_data(const TrainConfig& config, const models::ModelSpec& spec);
+/// With `validation_optional` (the input-pipeline benchmark times training data alone), a
+/// class folder without validation images gives a null val instead of an error.
+TrainingData open_training_data(const TrainConfig& config, const models::ModelSpec& spec,
+                                bool validation_optional = false);
 
 /// What `epoch eval` evaluates on: a folder of class subfolders as a whole (read with the
 /// checkpoint's `class_names`, which must all be there), else open_training_data's validation
