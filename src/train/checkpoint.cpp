@@ -35,12 +35,16 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
   save_safetensors(path, tensors, metadata);
 }
 
-SafetensorsFile read_checkpoint(const std::string& path) {
-  SafetensorsFile file = load_safetensors(path);
+void check_checkpoint_format(const SafetensorsFile& file) {
   auto it = file.metadata.find("format");
   if (it == file.metadata.end() || it->second != kCheckpointFormat)
-    EPOCH_THROW(IoError, path, ": not an epoch checkpoint (metadata 'format' is not ",
+    EPOCH_THROW(IoError, file.source, ": not an epoch checkpoint (metadata 'format' is not ",
                 kCheckpointFormat, ")");
+}
+
+SafetensorsFile read_checkpoint(const std::string& path) {
+  SafetensorsFile file = load_safetensors(path);
+  check_checkpoint_format(file);
   return file;
 }
 

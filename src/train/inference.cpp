@@ -1,6 +1,8 @@
 // Checkpoint loading and prediction (see inference.h).
 #include "epoch/train/inference.h"
 
+#include <algorithm>
+
 #include "epoch/autograd/autograd.h"
 #include "epoch/data/augment.h"
 #include "epoch/data/idx.h"
@@ -13,13 +15,17 @@
 namespace epoch::train {
 
 TrainedModel load_trained_model(const std::string& checkpoint_path) {
-  const SafetensorsFile file = read_checkpoint(checkpoint_path);
+  return load_trained_model(read_checkpoint(checkpoint_path));
+}
+
+TrainedModel load_trained_model(const SafetensorsFile& file) {
+  check_checkpoint_format(file);
+  const std::string& checkpoint_path = file.source;
   TrainedModel t;
   t.path = checkpoint_path;
-  t.model = models::build_model(metadata_at(file, "model"));
-  load_model_state(file, *t.model.net);
-  t.model.net->train(false);
+  // The metadata first (cheap), then the model it names and its tensors.
   try {
+    t.model = models::build_model(metadata_at(file, "model"));
     t.preprocessing = data::Preprocessing::from_json(metadata_at(file, "preprocessing"));
     t.class_names =
         nlohmann::json::parse(metadata_at(file, "class_names")).get<std::vector<std::string>>();
@@ -37,6 +43,22 @@ TrainedModel load_trained_model(const std::string& checkpoint_path) {
     EPOCH_THROW(IoError, checkpoint_path, ": its stored preprocessing makes ", pre.channels, "x",
                 pre.height, "x", pre.width, " inputs, but model ", t.model.spec.name, " takes ",
                 input[0], "x", input[1], "x", input[2]);
+  load_model_state(file, *t.model.net);
+  t.model.net->train(false);
+  const bool has_optimizer =
+      std::any_of(file.tensors.begin(), file.tensors.end(),
+                  [](const NamedTensor& nt) { return nt.name.rfind("optim.", 0) == 0; });
+  try {
+    if (has_optimizer) {
+      const auto optimizer = optim::make_optimizer(t.config.optimizer, t.model.net->parameters());
+      load_optimizer_state(file, *optimizer);
+    }
+  } catch (const IoError&) {
+    throw;
+  } catch (const Error& e) {
+    EPOCH_THROW(IoError, checkpoint_path,
+                ": stored optimizer: ", without_location(e.what()).substr(0, 200));
+  }
   return t;
 }
 

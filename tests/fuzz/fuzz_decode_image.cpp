@@ -20,10 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     try {
       const epoch::data::Image img = epoch::data::decode_image(bytes, "fuzz", options);
-      const bool valid = (img.channels == 1 || img.channels == 3) && img.width >= 1 &&
-                         img.height >= 1 &&
-                         img.pixels.size() ==
-                             static_cast<std::size_t>(img.width * img.height * img.channels);
+      const bool valid =
+          (img.channels == 1 || img.channels == 3) && img.width >= 1 && img.height >= 1 &&
+          img.pixels.size() == static_cast<std::size_t>(img.width * img.height * img.channels);
       if (!valid) std::abort();
     } catch (const epoch::Error&) {
       // A clear error is the expected outcome for most inputs.

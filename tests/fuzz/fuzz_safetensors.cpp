@@ -8,7 +8,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const epoch::SafetensorsFile file = epoch::load_safetensors_bytes(std::span(data, size), "fuzz");
+    const epoch::SafetensorsFile file =
+        epoch::load_safetensors_bytes(std::span(data, size), "fuzz");
     for (const epoch::NamedTensor& t : file.tensors) (void)file.at(t.name);
   } catch (const epoch::Error&) {
     // A clear error is the expected outcome for most inputs.

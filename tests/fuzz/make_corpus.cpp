@@ -8,11 +8,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "epoch/data/image_codec.h"
 #include "epoch/tensor/safetensors.h"
+#include "epoch/train/checkpoint.h"
+#include "epoch/train/trainer.h"
 
 namespace {
 
@@ -22,11 +25,26 @@ using epoch::data::Image;
 
 void save(const fs::path& path, const Bytes& bytes) {
   std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
   std::printf("%s (%zu bytes)\n", path.string().c_str(), bytes.size());
 }
 
-Bytes head(const Bytes& b, std::size_t n) { return Bytes(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n)); }
+/// A PNG whose IHDR says `w` x `h` (its CRC recomputed), the rest of the file unchanged.
+Bytes with_png_size(Bytes png, std::uint32_t w, std::uint32_t h) {
+  for (int i = 0; i < 4; ++i) {
+    png[16 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(w >> (24 - 8 * i));
+    png[20 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(h >> (24 - 8 * i));
+  }
+  const auto crc = static_cast<std::uint32_t>(crc32(0, png.data() + 12, 17));  // "IHDR" + 13
+  for (int i = 0; i < 4; ++i)
+    png[29 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(crc >> (24 - 8 * i));
+  return png;
+}
+
+Bytes head(const Bytes& b, std::size_t n) {
+  return Bytes(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+}
 
 /// A w x h image with a little structure (a ramp and a bright corner).
 Image picture(int w, int h, int channels) {
@@ -68,9 +86,10 @@ Bytes png_encode(const Bytes& pixels, int w, int h, png_uint_32 format) {
 
 /// An APP1 EXIF segment (big-endian TIFF) with Orientation `o`, spliced in after SOI.
 Bytes with_exif(const Bytes& jpg, int o) {
-  const Bytes seg = {0xff, 0xe1, 0, 34, 'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42, 0, 0, 0, 8,
-                     0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, static_cast<std::uint8_t>(o), 0, 0,
-                     0, 0, 0, 0};
+  const Bytes seg = {0xff, 0xe1, 0, 34, 'E', 'x', 'i', 'f', 0, 0,
+                     'M',  'M',  0, 42, 0,   0,   0,   8,   0, 1,
+                     0x01, 0x12, 0, 3,  0,   0,   0,   1,   0, static_cast<std::uint8_t>(o),
+                     0,    0,    0, 0,  0,   0};
   Bytes out = head(jpg, 2);
   out.insert(out.end(), seg.begin(), seg.end());
   out.insert(out.end(), jpg.begin() + 2, jpg.end());
@@ -137,6 +156,10 @@ int main(int argc, char** argv) {
   save(images / "rgb16.png",
        png_encode(picture(3, 2, 6).pixels, 3, 2, PNG_FORMAT_RGB | PNG_FORMAT_FLAG_LINEAR));
   save(images / "cut.png", head(png, png.size() - 20));
+  // Decompression bombs: the same 4x4 file with a header that claims far more pixels, above
+  // the pixel limit (30000x30000) or within it but more than its few bytes of data can hold.
+  save(images / "claims_30000x30000.png", with_png_size(png, 30000, 30000));
+  save(images / "claims_1000x1000.png", with_png_size(png, 1000, 1000));
 
   const fs::path idx_dir = root / "fuzz_idx";
   fs::create_directories(idx_dir);
@@ -155,16 +178,44 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 6; ++i) u8.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(i);
   const std::vector<std::int32_t> ints = {-1, 7};
   const fs::path tmp = st_dir / "tmp";
-  epoch::save_safetensors(tmp.string(),
-                          {{"w", epoch::Tensor::scalar(1.5f)},
-                           {"ids", epoch::Tensor::from_ints({2}, ints)},
-                           {"u", u8}},
-                          {{"model", "mlp"}, {"step", "3"}});
+  epoch::save_safetensors(
+      tmp.string(),
+      {{"w", epoch::Tensor::scalar(1.5f)}, {"ids", epoch::Tensor::from_ints({2}, ints)}, {"u", u8}},
+      {{"model", "mlp"}, {"step", "3"}});
   const Bytes st = read_all(tmp);
   save(st_dir / "three.safetensors", st);
   save(st_dir / "cut.safetensors", head(st, st.size() - 5));
   epoch::save_safetensors(tmp.string(), {});
   save(st_dir / "empty.safetensors", read_all(tmp));
+  fs::remove(tmp);
+
+  // Checkpoints as `epoch train` writes their metadata; the tensors are left out (every real
+  // model's are megabytes, too slow to mutate), so the fuzzer works on the metadata fields and
+  // the model/tensor look-up that follows them.
+  const fs::path ck_dir = root / "fuzz_checkpoint";
+  fs::create_directories(ck_dir);
+  epoch::train::TrainConfig config;
+  config.model = "autoencoder";
+  epoch::data::Preprocessing pre;
+  pre.channels = 1;
+  pre.height = 28;
+  pre.width = 28;
+  const std::map<std::string, std::string> meta = {{"format", epoch::train::kCheckpointFormat},
+                                                   {"model", "autoencoder"},
+                                                   {"preprocessing", pre.to_json()},
+                                                   {"class_names", "[\"a\",\"b\"]"},
+                                                   {"epoch", "2"},
+                                                   {"step", "40"},
+                                                   {"config", config.to_json().dump()},
+                                                   {"test_loss", "0.25"},
+                                                   {"test_accuracy", "-1"}};
+  epoch::save_safetensors(tmp.string(), {}, meta);
+  save(ck_dir / "metadata.safetensors", read_all(tmp));
+  std::map<std::string, std::string> negative = meta;
+  negative["epoch"] = "-5";
+  epoch::save_safetensors(tmp.string(), {{"model.0.weight", epoch::Tensor::scalar(1.0f)}},
+                          negative);
+  save(ck_dir / "negative_epoch.safetensors", read_all(tmp));
   fs::remove(tmp);
 
   const fs::path cifar_dir = root / "fuzz_cifar10";

@@ -36,7 +36,7 @@ std::uint64_t fnv1a(const Bytes& bytes) {
 
 /// One to three random edits of `input`.
 Bytes mutate(const Bytes& input, std::mt19937_64& rng) {
-  static const std::uint32_t interesting[] = {0,    1,      0x7f,   0x80,       0xff,
+  static const std::uint32_t interesting[] = {0,     1,      0x7f,   0x80,       0xff,
                                               0x100, 0x7fff, 0xffff, 0x7fffffff, 0xffffffff};
   Bytes b = input;
   const int edits = 1 + static_cast<int>(rng() % 3);
@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
     } else if (fs::is_regular_file(arg)) {
       files.emplace_back(arg);
     } else {
-      std::fprintf(stderr, "usage: %s [--mutations N] FILE_OR_DIR...  (%s: not found)\n",
-                   argv[0], arg.c_str());
+      std::fprintf(stderr, "usage: %s [--mutations N] FILE_OR_DIR...  (%s: not found)\n", argv[0],
+                   arg.c_str());
       return 2;
     }
   }

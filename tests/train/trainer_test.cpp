@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "epoch/data/image.h"
 #include "epoch/tensor/safetensors.h"
 #include "epoch/train/run_dir.h"
 #include "testing/testing.h"
@@ -227,6 +228,31 @@ TEST(Trainer, ResumeContinuesTheStoredRunAndRefusesChanges) {
   for (const auto& m : read_metrics(r.run_dir))
     if (m["kind"] == "epoch") epoch_steps.push_back(m["step"].get<std::int64_t>());
   EXPECT_EQ(epoch_steps, (std::vector<std::int64_t>{8, 16, 24}));  // each epoch once
+}
+
+TEST(Trainer, BatchesOfSkippedImagesAreNotSteps) {
+  testing::TempDir dir;
+  for (const char* cls : {"a", "b"}) {
+    std::filesystem::create_directories(dir / ("train/" + std::string(cls)));
+    std::filesystem::create_directories(dir / ("validation/" + std::string(cls)));
+    for (int i = 0; i < 2; ++i) {
+      const data::Image im{8, 8, 3, std::vector<std::uint8_t>(8 * 8 * 3, cls[0] == 'a' ? 20 : 200)};
+      const std::string name = "/" + std::string(cls) + "/img" + std::to_string(i) + ".png";
+      data::write_png(dir / ("train" + name), im);
+      data::write_png(dir / ("validation" + name), im);
+      std::ofstream(dir / ("train/" + std::string(cls) + "/bad" + std::to_string(i) + ".png"));
+    }
+  }
+  TrainConfig c = small_config(dir / "run");
+  c.model = "catdog";
+  c.data = dir / "train";
+  c.batch_size = 1;  // each bad file is a whole batch
+  c.augment = data::AugmentConfig{};
+  Warnings quiet(nullptr);
+  const TrainResult r = train(c, stdout, &quiet);
+  EXPECT_EQ(r.steps, 2 * 4);  // 4 good images a epoch; the 4 bad ones are no steps
+  EXPECT_EQ(quiet.count("bad images"), 4);
+  EXPECT_EQ(r.eval_name, "validation");
 }
 
 TEST(Trainer, KeepsTheNewestEpochCheckpointsAndTheBest) {

@@ -25,8 +25,10 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
                      const optim::Optimizer* optimizer,
                      std::map<std::string, std::string> metadata);
 
-/// Reads a checkpoint and checks that it is one of ours (format key present).
+/// Reads a checkpoint and checks that it is one of ours (check_checkpoint_format).
 SafetensorsFile read_checkpoint(const std::string& path);
+/// IoError naming the file unless its metadata says it is an epoch checkpoint of this format.
+void check_checkpoint_format(const SafetensorsFile& file);
 
 /// Copies the checkpoint's "model.*" tensors into the model; every model tensor must be
 /// present with its shape and hold finite values (IoError naming the file and the tensor

@@ -8,6 +8,7 @@
 #include "epoch/data/dataset.h"
 #include "epoch/data/image.h"
 #include "epoch/models/zoo.h"
+#include "epoch/tensor/safetensors.h"
 #include "epoch/train/trainer.h"
 
 namespace epoch::train {
@@ -23,6 +24,10 @@ struct TrainedModel {
 
 /// Loads a checkpoint written by `epoch train` (IoError naming the file on any problem).
 TrainedModel load_trained_model(const std::string& checkpoint_path);
+/// The same from a file already read (the fuzz target feeds it arbitrary bytes): its format,
+/// model, tensors and metadata checked. Also restores an optimizer made from the stored
+/// configuration, so everything a --resume reads is checked.
+TrainedModel load_trained_model(const SafetensorsFile& file);
 
 struct Prediction {
   std::string input;

@@ -1,0 +1,63 @@
+// Warnings: one line each without developer locations, the first few of a kind shown and the
+// rest counted into one summary line, safe from many threads.
+#include "epoch/tensor/warnings.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+namespace epoch {
+namespace {
+
+std::string read_all(std::FILE* f) {
+  std::rewind(f);
+  std::string text(1 << 16, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  return text;
+}
+
+TEST(Warnings, LocationsAreDropped) {
+  EXPECT_EQ(without_location("a.png: empty file [at /src/data/image_codec.cpp:406]"),
+            "a.png: empty file");
+  EXPECT_EQ(without_location("outer: inner [check `x > 0` failed at f.cpp:3] [at g.cpp:9]"),
+            "outer: inner");
+  EXPECT_EQ(without_location("a [b] c [not a location]"), "a [b] c [not a location]");
+}
+
+TEST(Warnings, TheFirstFewAreShownThenCounted) {
+  std::FILE* f = std::tmpfile();
+  {
+    Warnings w(f, 3);
+    for (int i = 0; i < 10; ++i) w.warn("bad images", "file" + std::to_string(i) + " [at x.cpp:1]");
+    w.warn("temporary files", "removed two");
+    EXPECT_EQ(w.count("bad images"), 10);
+    EXPECT_EQ(w.count("nothing"), 0);
+    w.summarize();
+    w.warn("bad images", "file10");
+  }  // the destructor summarizes what came after
+  const std::string text = read_all(f);
+  std::fclose(f);
+  EXPECT_EQ(text,
+            "epoch: warning: file0\n"
+            "epoch: warning: file1\n"
+            "epoch: warning: file2\n"
+            "epoch: warning: removed two\n"
+            "epoch: warning: 7 more bad images not shown\n"
+            "epoch: warning: 1 more bad images not shown\n");
+}
+
+TEST(Warnings, ManyThreadsCountExactly) {
+  Warnings w(nullptr, 5);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 1000; ++i) w.warn("k", "m");
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(w.count("k"), 8000);
+}
+
+}  // namespace
+}  // namespace epoch
