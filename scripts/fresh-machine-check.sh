@@ -104,12 +104,13 @@ deb $mirror $suite-updates main
 deb ${mirror%/debian}/debian-security $suite-security main
 EOF
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+root_size=$(du -sh --one-file-system "$root" | cut -f1)
 mount -t proc proc "$root/proc"
 mount -t sysfs -o ro sysfs "$root/sys"
 mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
 mount -t tmpfs tmpfs "$root/dev/shm"
 mount --bind "$out/cache/apt" "$root/var/cache/apt/archives"
-step_done "$(du -sh --one-file-system "$root" | cut -f1) minbase root"
+step_done "$root_size minbase root"
 
 step "copy HEAD (git archive)"
 mkdir -p "$root/root/epoch"
