@@ -13,6 +13,7 @@
 #include "epoch/ops/elementwise.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/tensor/random.h"
+#include "epoch/train/step.h"
 
 namespace epoch::bench {
 namespace {
@@ -30,7 +31,8 @@ std::vector<double> time_ms(int warmup, int steps, F&& f) {
   for (int i = 0; i < steps; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   return ms;
 }
@@ -68,10 +70,9 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   nn::initialize(*model.net, c.seed);
   const Device device = parse_device(c.device);
   model.net->to(device);
-  nn::FlatParameters flat = nn::flatten_parameters(*model.net);
   optim::OptimizerConfig oc = optim::optimizer_defaults(c.optimizer);
   oc.lr = 1e-4f;
-  auto optimizer = optim::make_optimizer(oc, model.net->parameters());
+  train::Step train_step(model, oc, nullptr, c.seed);
 
   Shape in_shape{c.batch_size};
   for (std::int64_t d : model.spec.input) in_shape.push_back(d);
@@ -79,8 +80,10 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   RandomStream rng(c.seed, 0xbe);
   for (std::int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform();
   std::vector<std::int32_t> labels(static_cast<std::size_t>(c.batch_size));
-  const std::int64_t classes = model.spec.task == models::Task::classification ? model.spec.outputs : 2;
-  for (auto& l : labels) l = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(classes)));
+  const std::int64_t classes =
+      model.spec.task == models::Task::classification ? model.spec.outputs : 2;
+  for (auto& l : labels)
+    l = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(classes)));
   x = x.to(device);
   const Tensor y = Tensor::from_ints({c.batch_size}, labels).to(device);
 
@@ -92,11 +95,8 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   std::int64_t step = 0;
   model.net->train(true);
   const std::vector<double> train_ms = time_ms(c.warmup, c.steps, [&] {
-    model.net->set_step_seed(c.seed, static_cast<std::uint64_t>(step++));
-    ops::fill_(flat.grads, 0.0f);
-    Tensor loss = models::model_loss(model.spec.task, model.net->forward(x), x, y);
-    loss.backward();
-    optimizer->step();
+    const Tensor loss = train_step.run(x, y, step, static_cast<std::uint64_t>(step));
+    ++step;
     (void)loss.item();
   });
   model.net->train(false);

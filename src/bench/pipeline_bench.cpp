@@ -14,6 +14,7 @@
 #include "epoch/ops/backend.h"
 #include "epoch/ops/elementwise.h"
 #include "epoch/train/recipe.h"
+#include "epoch/train/step.h"
 #include "epoch/train/training_data.h"
 
 namespace epoch::bench {
@@ -198,8 +199,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   const Device device = parse_device(cfg.device);
   nn::initialize(*model.net, cfg.seed);
   model.net->to(device);
-  nn::FlatParameters flat = nn::flatten_parameters(*model.net);
-  auto optimizer = optim::make_optimizer(tc.optimizer, model.net->parameters());
+  train::Step train_step(model, tc.optimizer, nullptr, cfg.seed);
   data::LoaderConfig lc;
   lc.batch_size = cfg.batch_size;
   lc.workers = r.workers_used;
@@ -210,9 +210,6 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   std::int64_t epoch = 0;
   loader.start_epoch(epoch, data::epoch_order(source.size(), cfg.seed, epoch, true));
   model.net->train(true);
-  const auto sync = [&](const Tensor& t) {
-    if (device.is_cuda()) (void)t.view({t.numel()}).narrow0(0, 1).to(Device::cpu());
-  };
   double wait = 0, fwd = 0, bwd = 0, opt = 0, total = 0;
   std::int64_t images = 0;
   for (int step = 0; step < cfg.warmup + cfg.steps; ++step) {
@@ -227,24 +224,17 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
     }
     const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
     const auto t1 = Clock::now();
-    model.net->set_step_seed(cfg.seed, static_cast<std::uint64_t>(step));
-    ops::fill_(flat.grads, 0.0f);
-    Tensor loss = models::model_loss(model.spec.task, model.net->forward(x), x, labels);
-    sync(loss);
-    const auto t2 = Clock::now();
-    loss.backward();
-    sync(flat.grads);
-    const auto t3 = Clock::now();
-    optimizer->step();
+    train::StepTimes times;
+    const Tensor loss = train_step.run(x, labels, step, static_cast<std::uint64_t>(step), &times);
     (void)loss.item();
-    const auto t4 = Clock::now();
+    const auto t2 = Clock::now();
     if (!timed) continue;
     using S = std::chrono::duration<double>;
     wait += S(t1 - t0).count();
-    fwd += S(t2 - t1).count();
-    bwd += S(t3 - t2).count();
-    opt += S(t4 - t3).count();
-    total += S(t4 - t0).count();
+    fwd += times.forward_s;
+    bwd += times.backward_s;
+    opt += S(t2 - t1).count() - times.forward_s - times.backward_s;
+    total += S(t2 - t0).count();
     images += batch->images.size(0);
   }
   const double steps = cfg.steps;

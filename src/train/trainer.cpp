@@ -27,6 +27,7 @@
 #include "epoch/train/metrics_log.h"
 #include "epoch/train/progress.h"
 #include "epoch/train/run_dir.h"
+#include "epoch/train/step.h"
 #include "epoch/train/training_data.h"
 
 namespace epoch::train {
@@ -380,10 +381,6 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
 
   nn::initialize(*model.net, c.seed);
   model.net->to(device);
-  nn::FlatParameters flat = nn::flatten_parameters(*model.net);
-  std::unique_ptr<optim::Optimizer> optimizer =
-      optim::make_optimizer(c.optimizer, model.net->parameters());
-
   const std::int64_t n_train = data.train->size();
   const std::int64_t steps_per_epoch = (n_train + c.batch_size - 1) / c.batch_size;
   optim::ScheduleConfig sched = c.schedule;
@@ -391,7 +388,8 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   sched.total_steps = steps_per_epoch * c.epochs;
   sched.warmup_steps =
       c.warmup_steps >= 0 ? c.warmup_steps : std::min<std::int64_t>(300, sched.total_steps / 10);
-  std::unique_ptr<optim::LrSchedule> schedule = optim::make_schedule(sched);
+  Step step(model, c.optimizer, optim::make_schedule(sched), c.seed);
+  optim::Optimizer* optimizer = &step.optimizer();
 
   if (c.resume) {
     load_model_state(resume_file, *model.net);
@@ -444,13 +442,8 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
       if (batch == nullptr) break;  // bad images were skipped: fewer batches this epoch
       const std::int64_t count = batch->images.size(0);
       const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
-      model.net->set_step_seed(c.seed, static_cast<std::uint64_t>(global_step));
-      optimizer->set_lr(schedule->lr_at(epoch * steps_per_epoch + s));
-      ops::fill_(flat.grads, 0.0f);
-      Tensor out = model.net->forward(x);
-      Tensor loss = models::model_loss(spec.task, out, x, labels);
-      loss.backward();
-      optimizer->step();
+      const Tensor loss =
+          step.run(x, labels, epoch * steps_per_epoch + s, static_cast<std::uint64_t>(global_step));
       ++global_step;
       const double lv = loss.item();
       if (!std::isfinite(lv))
@@ -483,7 +476,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     images_this_run += images;
     result.train_loss = loss_sum / static_cast<double>(s);
 
-    if (const std::string bad = first_non_finite_tensor(*model.net, optimizer.get()); !bad.empty())
+    if (const std::string bad = first_non_finite_tensor(*model.net, optimizer); !bad.empty())
       EPOCH_THROW(NumericalError, "training diverged in epoch ", epoch + 1, ": tensor '", bad,
                   "' holds NaN or infinite values (lr ", optimizer->lr(),
                   "); nothing of this epoch was saved, the last good checkpoint is ",
@@ -496,7 +489,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     // The checkpoint first, then the epoch's record: a kill between them leaves a record that
     // resuming removes (truncate_metrics_after), never a record without its checkpoint.
     const auto meta = checkpoint_metadata(c, pre, *data.train, epoch + 1, global_step, eval);
-    save_checkpoint(last_ckpt.string(), *model.net, optimizer.get(), meta);
+    save_checkpoint(last_ckpt.string(), *model.net, optimizer, meta);
     publish_copy(last_ckpt.string(), (ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
     if (better_than(eval, best_accuracy, best_loss)) {
       publish_copy(last_ckpt.string(), best_ckpt.string());

@@ -1,0 +1,55 @@
+// One training step: forward, loss, backward and the optimizer update on a model whose
+// parameters and gradients live in flat buffers. Training and every benchmark run this same
+// code, so what is measured is what trains; what changes a step (an all-reduce of the
+// gradients, say) hooks in here once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "epoch/models/zoo.h"
+#include "epoch/nn/flat_parameters.h"
+#include "epoch/optim/optimizer.h"
+#include "epoch/optim/schedule.h"
+
+namespace epoch::train {
+
+/// Where one step's time went, in seconds (filled when asked for; on a GPU each phase is
+/// synchronized before it is timed, which costs a little).
+struct StepTimes {
+  double forward_s = 0.0;  // forward and loss
+  double backward_s = 0.0;
+  double update_s = 0.0;  // the before-update hook and the optimizer
+};
+
+class Step {
+ public:
+  /// Takes the model (already on its device and initialized), flattens its parameters and
+  /// gradients, and builds the optimizer over them. `schedule` may be null: the optimizer's
+  /// learning rate is then left as it is.
+  Step(models::Model& model, const optim::OptimizerConfig& optimizer,
+       std::unique_ptr<optim::LrSchedule> schedule, std::uint64_t seed);
+
+  /// Runs once between backward and the update with the flat gradient buffer, every gradient
+  /// complete (where gradients are averaged across processes).
+  std::function<void(Tensor& grads)> before_update;
+
+  /// One step on a batch x (N, ...) with labels (N) i32, both on the model's device.
+  /// `position` is the schedule's step (the planned step of the run), `index` the count of
+  /// steps taken (dropout streams are drawn from it). Returns the loss, not synchronized.
+  Tensor run(const Tensor& x, const Tensor& labels, std::int64_t position, std::uint64_t index,
+             StepTimes* times = nullptr);
+
+  optim::Optimizer& optimizer() { return *optimizer_; }
+  nn::FlatParameters& flat() { return flat_; }
+
+ private:
+  models::Model& model_;
+  nn::FlatParameters flat_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::LrSchedule> schedule_;
+  std::uint64_t seed_;
+};
+
+}  // namespace epoch::train
