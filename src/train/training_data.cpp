@@ -6,21 +6,12 @@
 #include <thread>
 
 #include "epoch/data/cifar10.h"
+#include "epoch/data/dataset_format.h"
 
 namespace epoch::train {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool path_exists(const fs::path& p) {
-  std::error_code ec;
-  return fs::exists(p, ec);
-}
-
-bool has_idx(const fs::path& dir) {
-  return path_exists(dir / "train-images-idx3-ubyte") ||
-         path_exists(dir / "train-images-idx3-ubyte.gz");
-}
 
 data::ImageDataset take_first(const data::ImageDataset& d, std::int64_t limit) {
   if (limit <= 0 || limit >= d.size()) return d;
@@ -86,22 +77,13 @@ void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& 
   d.kind = "image-folder";
 }
 
-/// A folder of class subfolders alone (no train/, IDX or CIFAR-10 files in it).
-bool is_class_folder(const std::string& data) {
-  if (data.empty() || data == "synthetic" || data.rfind("cifar10:", 0) == 0) return false;
-  const fs::path dir = data;
-  std::error_code ec;
-  return fs::is_directory(dir, ec) && !has_idx(dir) && !path_exists(dir / "data_batch_1.bin") &&
-         !path_exists(dir / "cifar-10-batches-bin" / "data_batch_1.bin") &&
-         !fs::is_directory(dir / "train", ec);
-}
-
 }  // namespace
 
 std::unique_ptr<data::SampleSource> open_evaluation_data(
     const TrainConfig& c, const models::ModelSpec& spec,
     const std::vector<std::string>& class_names) {
-  if (is_class_folder(c.data) && c.val_data.empty() && c.val_split <= 0.0) {
+  if (data::locate_dataset(c.data).format == data::DatasetFormat::image_classes &&
+      c.val_data.empty() && c.val_split <= 0.0) {
     data::ImageFolder folder = data::scan_image_folder(c.data, class_names);
     return std::make_unique<data::FolderSource>(take_first(std::move(folder), c.limit_test), 0);
   }
@@ -112,48 +94,43 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
                                 bool validation_optional) {
   TrainingData d;
   const std::int64_t classes = spec.task == models::Task::classification ? spec.outputs : 2;
-  if (c.data == "synthetic") {
-    memory_pair(d,
-                data::make_synthetic_dataset(c.synthetic_count, spec.input[0], spec.input[1],
-                                             spec.input[2], classes, c.seed),
-                data::make_synthetic_dataset(std::max<std::int64_t>(c.synthetic_count / 4, 1),
-                                             spec.input[0], spec.input[1], spec.input[2], classes,
-                                             c.seed + 1000003),
-                c);
-    d.kind = "synthetic";
-  } else if (c.data.empty()) {
-    const std::string dir = data::default_fashion_mnist_dir();
-    if (dir.empty())
-      EPOCH_THROW(IoError,
-                  "Fashion-MNIST not found: install Debian's dataset-fashion-mnist "
-                  "package (make deps) or pass --data DIR");
-    memory_pair(d, data::load_mnist_format(dir, "train", data::fashion_mnist_class_names()),
-                data::load_mnist_format(dir, "test", data::fashion_mnist_class_names()), c);
-    d.kind = "fashion-mnist";
-  } else if (c.data.rfind("cifar10:", 0) == 0) {
-    const std::string dir = c.data.substr(8);
-    memory_pair(d, data::load_cifar10(dir, "train"), data::load_cifar10(dir, "test"), c);
-    d.kind = "cifar10";
-  } else {
-    const fs::path dir = c.data;
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) EPOCH_THROW(IoError, c.data, ": no such folder");
-    if (has_idx(dir)) {
-      memory_pair(d, data::load_mnist_format(dir.string(), "train"),
-                  data::load_mnist_format(dir.string(), "test"), c);
-      d.kind = "idx";
-    } else if (path_exists(dir / "data_batch_1.bin") ||
-               path_exists(dir / "cifar-10-batches-bin" / "data_batch_1.bin")) {
-      const fs::path cifar =
-          path_exists(dir / "data_batch_1.bin") ? dir : dir / "cifar-10-batches-bin";
-      memory_pair(d, data::load_cifar10(cifar.string(), "train"),
-                  data::load_cifar10(cifar.string(), "test"), c);
-      d.kind = "cifar10";
-    } else if (fs::is_directory(dir / "train", ec)) {
-      folder_pair(d, dir / "train", c, validation_optional);
-    } else {
-      folder_pair(d, dir, c, validation_optional);
+  const data::DatasetLocation where = data::locate_dataset(c.data);
+  switch (where.format) {
+    case data::DatasetFormat::synthetic:
+      memory_pair(d,
+                  data::make_synthetic_dataset(c.synthetic_count, spec.input[0], spec.input[1],
+                                               spec.input[2], classes, c.seed),
+                  data::make_synthetic_dataset(std::max<std::int64_t>(c.synthetic_count / 4, 1),
+                                               spec.input[0], spec.input[1], spec.input[2], classes,
+                                               c.seed + 1000003),
+                  c);
+      d.kind = "synthetic";
+      break;
+    case data::DatasetFormat::fashion_mnist: {
+      const std::string dir = data::default_fashion_mnist_dir();
+      if (dir.empty())
+        EPOCH_THROW(IoError,
+                    "Fashion-MNIST not found: install Debian's dataset-fashion-mnist "
+                    "package (make deps) or pass --data DIR");
+      memory_pair(d, data::load_mnist_format(dir, "train", data::fashion_mnist_class_names()),
+                  data::load_mnist_format(dir, "test", data::fashion_mnist_class_names()), c);
+      d.kind = "fashion-mnist";
+      break;
     }
+    case data::DatasetFormat::cifar10:
+      memory_pair(d, data::load_cifar10(where.path, "train"),
+                  data::load_cifar10(where.path, "test"), c);
+      d.kind = "cifar10";
+      break;
+    case data::DatasetFormat::idx:
+      memory_pair(d, data::load_mnist_format(where.path, "train"),
+                  data::load_mnist_format(where.path, "test"), c);
+      d.kind = "idx";
+      break;
+    case data::DatasetFormat::image_splits:
+    case data::DatasetFormat::image_classes:
+      folder_pair(d, where.path, c, validation_optional);
+      break;
   }
   if (d.kind != "image-folder" && (!c.val_data.empty() || c.val_split > 0))
     EPOCH_THROW(ConfigError, "--val-data and --val-split apply to image folders; ",
