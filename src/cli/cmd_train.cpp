@@ -130,13 +130,10 @@ train::TrainConfig resumed_config(const TrainOptions& o) {
   train::TrainConfig c = config_from_flags(o, stored);
   c.out_dir = o.resume_dir;
   c.resume = true;
-  if (const auto conflicts = train::resume_conflicts(stored, c); !conflicts.empty()) {
-    std::string list;
-    for (const std::string& x : conflicts) list += (list.empty() ? "" : ", ") + x;
+  if (const std::string conflicts = train::resume_conflicts(stored, c); !conflicts.empty())
     EPOCH_THROW(ConfigError, "--resume ", o.resume_dir,
-                " continues the run as it was started; flags would change ", list,
+                " continues the run as it was started; flags would change ", conflicts,
                 ": drop them, or start a new run with another --out");
-  }
   if (c.epochs != stored.epochs && stored.schedule.name != "constant")
     std::fprintf(stderr,
                  "epoch: warning: --epochs %lld changes the run's plan of %lld epochs: its %s "

@@ -269,23 +269,23 @@ bool resume_may_change(const std::string& key) {
   return may.count(key) > 0;
 }
 
-std::vector<std::string> resume_conflicts(const TrainConfig& stored, const TrainConfig& requested) {
+std::string resume_conflicts(const TrainConfig& stored, const TrainConfig& requested) {
   std::map<std::string, json> was, now;
   flatten_json(stored.to_json(), "", was);
   flatten_json(requested.to_json(), "", now);
-  std::vector<std::string> out;
+  std::string out;
   for (const auto& [key, value] : now) {
     if (resume_may_change(key)) continue;
     const auto it = was.find(key);
     const json before = it == was.end() ? json(nullptr) : it->second;
     if (before != value)
-      out.push_back(key + " " + shown(value) + " (the run has " + shown(before) + ")");
+      out += (out.empty() ? "" : ", ") + key + " " + shown(value) + " (the run has " +
+             shown(before) + ")";
   }
   return out;
 }
 
-TrainConfig stored_run_config(const std::string& run_dir) {
-  const fs::path last = fs::path(run_dir) / "checkpoints" / "last.safetensors";
+SafetensorsFile read_last_checkpoint(const std::string& run_dir) {
   switch (run_state(run_dir)) {
     case RunState::empty:
       EPOCH_THROW(IoError, run_dir, ": no run to resume (no checkpoints/last.safetensors)");
@@ -296,8 +296,15 @@ TrainConfig stored_run_config(const std::string& run_dir) {
     case RunState::checkpointed:
       break;
   }
-  const SafetensorsFile file = read_checkpoint(last.string());
-  return TrainConfig::from_json(json::parse(metadata_at(file, "config"), nullptr, false));
+  return read_checkpoint((fs::path(run_dir) / "checkpoints" / "last.safetensors").string());
+}
+
+TrainConfig stored_config(const SafetensorsFile& checkpoint) {
+  return TrainConfig::from_json(json::parse(metadata_at(checkpoint, "config"), nullptr, false));
+}
+
+TrainConfig stored_run_config(const std::string& run_dir) {
+  return stored_config(read_last_checkpoint(run_dir));
 }
 
 TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warnings* warnings_in) {
@@ -327,20 +334,17 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   std::int64_t start_epoch = 0, global_step = 0;
   double best_accuracy = -1.0, best_loss = HUGE_VAL;
   if (c.resume) {
-    const TrainConfig stored = stored_run_config(run_dir.string());
-    if (const auto conflicts = resume_conflicts(stored, c); !conflicts.empty()) {
-      std::string list;
-      for (const std::string& x : conflicts) list += (list.empty() ? "" : ", ") + x;
-      EPOCH_THROW(ConfigError, "resuming ", run_dir.string(),
-                  " continues the run as it was started; these settings would change it: ", list);
-    }
-    resume_file = read_checkpoint(last_ckpt.string());
+    resume_file = read_last_checkpoint(run_dir.string());
+    if (const std::string conflicts = resume_conflicts(stored_config(resume_file), c);
+        !conflicts.empty())
+      EPOCH_THROW(
+          ConfigError, "resuming ", run_dir.string(),
+          " continues the run as it was started; these settings would change it: ", conflicts);
     start_epoch = metadata_int(resume_file, "epoch", 0, std::int64_t{1} << 40);
     global_step = metadata_int(resume_file, "step", 0, std::int64_t{1} << 62);
-    if (fs::exists(best_ckpt, ec)) {
-      const SafetensorsFile best = read_checkpoint(best_ckpt.string());
-      best_accuracy = metadata_number(best, "test_accuracy");
-      best_loss = metadata_number(best, "test_loss");
+    if (resume_file.metadata.count("best_test_loss") > 0) {  // older checkpoints lack them
+      best_accuracy = metadata_number(resume_file, "best_test_accuracy");
+      best_loss = metadata_number(resume_file, "best_test_loss");
     }
   } else {
     switch (run_state(run_dir.string())) {
@@ -488,14 +492,18 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
 
     // The checkpoint first, then the epoch's record: a kill between them leaves a record that
     // resuming removes (truncate_metrics_after), never a record without its checkpoint.
-    const auto meta = checkpoint_metadata(c, pre, *data.train, epoch + 1, global_step, eval);
-    save_checkpoint(last_ckpt.string(), *model.net, optimizer, meta);
-    publish_copy(last_ckpt.string(), (ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
-    if (better_than(eval, best_accuracy, best_loss)) {
-      publish_copy(last_ckpt.string(), best_ckpt.string());
+    // The best result so far travels in every checkpoint, so a resumed run knows it.
+    const bool best_now = better_than(eval, best_accuracy, best_loss);
+    if (best_now) {
       best_accuracy = eval.accuracy;
       best_loss = eval.loss;
     }
+    auto meta = checkpoint_metadata(c, pre, *data.train, epoch + 1, global_step, eval);
+    meta["best_test_accuracy"] = json(best_accuracy).dump();
+    meta["best_test_loss"] = json(best_loss).dump();
+    save_checkpoint(last_ckpt.string(), *model.net, optimizer, meta);
+    publish_copy(last_ckpt.string(), (ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
+    if (best_now) publish_copy(last_ckpt.string(), best_ckpt.string());
     prune_epoch_checkpoints(run_dir.string(), c.keep_checkpoints);
     result.checkpoint = last_ckpt.string();
 

@@ -12,6 +12,7 @@
 #include "epoch/data/augment.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/optim/schedule.h"
+#include "epoch/tensor/safetensors.h"
 #include "epoch/tensor/warnings.h"
 
 namespace epoch::train {
@@ -96,8 +97,12 @@ struct TrainResult {
   nlohmann::json to_json() const;
 };
 
-/// The configuration a run directory's last checkpoint was trained with (IoError when it has
-/// none, naming what it holds instead).
+/// A run directory's last checkpoint, read (IoError when it has none, naming what it holds
+/// instead).
+SafetensorsFile read_last_checkpoint(const std::string& run_dir);
+/// The configuration a checkpoint was trained with (ConfigError when it is not valid).
+TrainConfig stored_config(const SafetensorsFile& checkpoint);
+/// stored_config(read_last_checkpoint(run_dir)).
 TrainConfig stored_run_config(const std::string& run_dir);
 
 /// The settings a resumed run may change (how fast it runs, how often it logs and what it
@@ -106,8 +111,8 @@ bool resume_may_change(const std::string& key);
 
 /// The settings (dotted keys of TrainConfig::to_json, e.g. "optimizer.lr") whose values differ
 /// between `stored` and `requested` and that a resumed run may not change, each as
-/// "key value (the run has value)".
-std::vector<std::string> resume_conflicts(const TrainConfig& stored, const TrainConfig& requested);
+/// "key value (the run has value)", joined by ", "; empty when there are none.
+std::string resume_conflicts(const TrainConfig& stored, const TrainConfig& requested);
 
 /// Trains as configured, writing progress to `progress_out` and warnings to `warnings` (null:
 /// stderr). Throws epoch::Error on bad input; a run interrupted at any point keeps its last
