@@ -12,6 +12,7 @@
 
 #include "epoch/data/image.h"
 #include "epoch/tensor/safetensors.h"
+#include "epoch/train/recipe.h"
 #include "epoch/train/run_dir.h"
 #include "testing/testing.h"
 
@@ -276,30 +277,59 @@ TEST(Trainer, KeepsTheNewestEpochCheckpointsAndTheBest) {
 namespace epoch::train {
 namespace {
 
-// A golden run: strict determinism (reference kernels, fixed reduction orders) from a fixed
-// seed must reproduce these step losses; a change that alters the arithmetic of training
-// shows up here. Regenerate with EPOCH_PRINT_GOLDEN=1 after an intended change.
-TEST(Trainer, GoldenRunReproducesItsLosses) {
+// Golden runs: strict determinism (reference kernels, fixed reduction orders) from a fixed
+// seed must reproduce these step losses bit for bit, one model per task (classification,
+// reconstruction, binary); a change that alters the arithmetic of training shows up here.
+// Regenerate with EPOCH_PRINT_GOLDEN=1 after an intended change.
+struct GoldenCase {
+  const char* model;
+  std::int64_t samples;
+  std::vector<float> losses;
+};
+
+class GoldenRun : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(GoldenRun, ReproducesItsLossesBitForBit) {
+  const GoldenCase& g = GetParam();
   testing::TempDir dir;
-  TrainConfig c = small_config(dir / "golden");
+  TrainConfig c = recipe_for(g.model);  // cifar10-tf's weight decay names its parameters
+  c.data = "synthetic";
+  c.batch_size = 32;
+  c.out_dir = dir / "golden";
+  c.quiet = true;
+  c.seed = 3;
   c.determinism = Determinism::strict;
-  c.synthetic_count = 192;
+  c.synthetic_count = g.samples;
   c.epochs = 1;
   c.threads = 1;
   c.log_every = 1;
   train(c, stdout);
-  std::vector<double> losses;
+  std::vector<float> losses;
   for (const auto& m : read_metrics(c.out_dir))
-    if (m["kind"] == "step") losses.push_back(m["loss"].get<double>());
+    if (m["kind"] == "step") losses.push_back(static_cast<float>(m["loss"].get<double>()));
   if (std::getenv("EPOCH_PRINT_GOLDEN") != nullptr)
-    for (double l : losses) std::printf("%.9g,\n", l);
-  const std::vector<double> golden = {
-      2.303895, 2.2784965, 2.29792047, 2.21979761, 2.19345498, 2.16048002,
-  };
-  ASSERT_EQ(losses.size(), golden.size());
-  for (std::size_t i = 0; i < golden.size(); ++i)
-    EXPECT_NEAR(losses[i], golden[i], 1e-5 * std::max(1.0, std::fabs(golden[i]))) << "step " << i;
+    for (float l : losses) std::printf("%.9gf,\n", l);
+  ASSERT_EQ(losses.size(), g.losses.size());
+  for (std::size_t i = 0; i < g.losses.size(); ++i)
+    EXPECT_EQ(losses[i], g.losses[i]) << "step " << i;
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Trainer, GoldenRun,
+    ::testing::Values(
+        GoldenCase{"fmnist-cnn",
+                   192,
+                   {2.303895f, 2.2784965f, 2.29792047f, 2.21979761f, 2.19345498f, 2.16048002f}},
+        GoldenCase{"autoencoder", 128, {0.112553239f, 0.102966137f, 0.0857763588f, 0.0740236714f}},
+        GoldenCase{"catdog", 96, {0.694900513f, 0.616412044f, 0.551350176f}},
+        GoldenCase{"cifar10-keras", 64, {2.29438543f, 2.30164194f}},
+        GoldenCase{"cifar10-tf", 64, {2.37570286f, 2.27400875f}}),
+    [](const ::testing::TestParamInfo<GoldenCase>& info) {
+      std::string name = info.param.model;
+      for (char& ch : name)
+        if (ch == '-') ch = '_';
+      return name;
+    });
 
 }  // namespace
 }  // namespace epoch::train
