@@ -63,9 +63,8 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   if (c.batch_size < 1) EPOCH_THROW(ConfigError, "--batch-size must be at least 1");
   if (c.steps < 10) EPOCH_THROW(ConfigError, "--steps must be at least 10 (a median needs them)");
   if (c.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
-  ops::set_num_threads(c.threads);
-  ops::CpuKernelsGuard kernels(c.reference_kernels ? ops::CpuKernels::reference
-                                                   : ops::CpuKernels::fast);
+  const ops::ContextGuard context(ops::Context{
+      c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast, c.threads});
   models::Model model = models::build_model(c.model);
   nn::initialize(*model.net, c.seed);
   const Device device = parse_device(c.device);

@@ -169,7 +169,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   cc.seed = cfg.seed;
   r.compute_only_images_per_s = run_compute_bench(cc).train_images_per_s;
 
-  ops::set_num_threads(cfg.threads);
+  const ops::ContextGuard context(ops::Context{ops::cpu_kernels(), cfg.threads});
   r.threads_used = ops::num_threads();
   train::TrainConfig tc = data_config(cfg.model, cfg.data, cfg.cache_mib);
   tc.workers = cfg.workers;

@@ -1,9 +1,8 @@
-// The process-wide CPU kernel switch and thread count.
+// The calling thread's CPU kernel choice and thread count (see backend.h).
 #include "epoch/ops/backend.h"
 
 #include <omp.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,13 +15,28 @@ CpuKernels initial_kernels() {
   return env != nullptr && std::strcmp(env, "reference") == 0 ? CpuKernels::reference
                                                               : CpuKernels::fast;
 }
-std::atomic<CpuKernels> g_kernels{initial_kernels()};
+// The thread count lives in OpenMP's own per-thread setting (nthreads-var), which oneDNN
+// reads too; only the kernel choice needs a variable of its own.
+thread_local CpuKernels t_kernels = initial_kernels();
 }  // namespace
 
-void set_cpu_kernels(CpuKernels kernels) { g_kernels = kernels; }
-CpuKernels cpu_kernels() { return g_kernels; }
+Context default_context() { return Context{initial_kernels(), 0}; }
+Context current_context() { return Context{t_kernels, omp_get_max_threads()}; }
+
+ContextGuard::ContextGuard(const Context& context) : previous_(current_context()) {
+  set_num_threads(context.threads);
+  t_kernels = context.kernels;
+}
+
+ContextGuard::~ContextGuard() {
+  t_kernels = previous_.kernels;
+  omp_set_num_threads(previous_.threads);
+}
+
+void set_cpu_kernels(CpuKernels kernels) { t_kernels = kernels; }
+CpuKernels cpu_kernels() { return t_kernels; }
 bool onednn_available() { return EPOCH_WITH_ONEDNN != 0; }
-bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && g_kernels == CpuKernels::fast; }
+bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && t_kernels == CpuKernels::fast; }
 
 void set_num_threads(int threads) {
   if (threads < 0 || threads > kMaxThreads)

@@ -10,7 +10,8 @@ namespace epoch::train {
 
 MetricsLog::MetricsLog(const std::string& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "a");
-  if (file_ == nullptr) EPOCH_THROW(IoError, path, ": cannot open for writing: ", std::strerror(errno));
+  if (file_ == nullptr)
+    EPOCH_THROW(IoError, path, ": cannot open for writing: ", std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {

@@ -24,7 +24,8 @@ void Progress::update(std::int64_t step, std::int64_t images_done, double loss) 
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double ips = elapsed > 0 ? static_cast<double>(images_done) / elapsed : 0.0;
-  const double eta = step > 0 ? elapsed / static_cast<double>(step) * static_cast<double>(total_ - step) : 0.0;
+  const double eta =
+      step > 0 ? elapsed / static_cast<double>(step) * static_cast<double>(total_ - step) : 0.0;
   if (interactive_) {
     render(step, ips, loss, eta, false);
   } else if (std::chrono::duration<double>(now - last_line_).count() >= line_interval_s_) {
@@ -55,21 +56,21 @@ std::string Progress::format_duration(double seconds) {
 
 void Progress::render(std::int64_t step, double images_per_s, double loss, double eta_s,
                       bool final) {
-  const std::string head =
-      "epoch " + std::to_string(epoch_) + "/" + std::to_string(epochs_);
+  const std::string head = "epoch " + std::to_string(epoch_) + "/" + std::to_string(epochs_);
   char tail[160];
-  std::snprintf(tail, sizeof tail, "%lld/%lld | %.0f img/s | loss %.4f | %s %s",
-                static_cast<long long>(step), static_cast<long long>(total_), images_per_s, loss,
-                final ? "took" : "ETA",
-                format_duration(final ? std::chrono::duration<double>(
-                                            std::chrono::steady_clock::now() - start_)
-                                            .count()
-                                      : eta_s)
-                    .c_str());
+  std::snprintf(
+      tail, sizeof tail, "%lld/%lld | %.0f img/s | loss %.4f | %s %s", static_cast<long long>(step),
+      static_cast<long long>(total_), images_per_s, loss, final ? "took" : "ETA",
+      format_duration(
+          final ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()
+                : eta_s)
+          .c_str());
   if (interactive_) {
     constexpr int kWidth = 24;
     const int filled =
-        total_ > 0 ? static_cast<int>(kWidth * static_cast<double>(step) / static_cast<double>(total_)) : 0;
+        total_ > 0
+            ? static_cast<int>(kWidth * static_cast<double>(step) / static_cast<double>(total_))
+            : 0;
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(kWidth, '.');
     std::fprintf(out_, "\r%s [%s] %s\033[K%s", head.c_str(), bar.c_str(), tail, final ? "\n" : "");

@@ -23,15 +23,17 @@ void sync(const Tensor& t) {
 }  // namespace
 
 Step::Step(models::Model& model, const optim::OptimizerConfig& optimizer,
-           std::unique_ptr<optim::LrSchedule> schedule, std::uint64_t seed)
+           std::unique_ptr<optim::LrSchedule> schedule, std::uint64_t seed, ops::Context context)
     : model_(model),
       flat_(nn::flatten_parameters(*model.net)),
       optimizer_(optim::make_optimizer(optimizer, model.net->parameters())),
       schedule_(std::move(schedule)),
-      seed_(seed) {}
+      seed_(seed),
+      context_(context) {}
 
 Tensor Step::run(const Tensor& x, const Tensor& labels, std::int64_t position, std::uint64_t index,
                  StepTimes* times) {
+  const ops::ContextGuard context(context_);
   const auto t0 = Clock::now();
   model_.net->set_step_seed(seed_, index);
   if (schedule_) optimizer_->set_lr(schedule_->lr_at(position));

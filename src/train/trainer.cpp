@@ -360,9 +360,10 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     }
   }
 
-  ops::set_num_threads(c.threads);
-  ops::set_cpu_kernels(c.determinism == Determinism::strict ? ops::CpuKernels::reference
-                                                            : ops::CpuKernels::fast);
+  // This call's kernels and threads, for this thread only and restored on return.
+  const ops::ContextGuard context(ops::Context{
+      c.determinism == Determinism::strict ? ops::CpuKernels::reference : ops::CpuKernels::fast,
+      c.threads});
 
   const Device device = parse_device(c.device);
   if (device.is_cuda() && device.index >= memory::cuda_device_count())

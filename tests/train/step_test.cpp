@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/nn/layers.h"
+#include "epoch/ops/backend.h"
 #include "epoch/ops/elementwise.h"
 #include "testing/testing.h"
 
@@ -62,6 +64,55 @@ TEST(Step, IsForwardLossBackwardUpdate) {
     EXPECT_EQ(loss.item(), losses[static_cast<std::size_t>(i)]);
   }
   EXPECT_EQ(step.flat().values.to_vector(), flat.values.to_vector());
+}
+
+// Three steps of the cnn under a context; returns the final parameters.
+std::vector<float> three_steps(const ops::Context& context) {
+  models::Model m = models::build_model("fmnist-cnn");
+  nn::initialize(*m.net, 2);
+  Step step(m, optim::optimizer_defaults("adam"), nullptr, 4, context);
+  const Tensor x = testing::random_tensor({8, 1, 28, 28}, 3, 0.0f, 1.0f);
+  const Tensor labels = Tensor::from_ints({8}, std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  for (int i = 0; i < 3; ++i) (void)step.run(x, labels, i, static_cast<std::uint64_t>(i));
+  return step.flat().values.to_vector();
+}
+
+// Two configurations in one process at once, each on its own thread: a step installs its
+// context on its own thread only, so each trains exactly as it does alone, and the caller's
+// context is as it was.
+TEST(Step, ConfigurationsRunSideBySide) {
+  const ops::Context reference{ops::CpuKernels::reference, 1};
+  const ops::Context fast{ops::CpuKernels::fast, 2};
+  const std::vector<float> reference_alone = three_steps(reference);
+  const std::vector<float> fast_alone = three_steps(fast);
+  const ops::Context before = ops::current_context();
+
+  std::vector<float> reference_together, fast_together;
+  std::thread a([&] { reference_together = three_steps(reference); });
+  std::thread b([&] { fast_together = three_steps(fast); });
+  a.join();
+  b.join();
+  EXPECT_EQ(reference_together, reference_alone);
+  EXPECT_EQ(fast_together, fast_alone);
+  EXPECT_EQ(ops::current_context().kernels, before.kernels);
+  EXPECT_EQ(ops::current_context().threads, before.threads);
+}
+
+TEST(Step, ContextGuardIsPerThreadAndRestores) {
+  const ops::Context before = ops::current_context();
+  {
+    const ops::ContextGuard guard(ops::Context{ops::CpuKernels::reference, 1});
+    EXPECT_EQ(ops::cpu_kernels(), ops::CpuKernels::reference);
+    EXPECT_EQ(ops::num_threads(), 1);
+    ops::Context other;
+    std::thread t([&] { other = ops::current_context(); });
+    t.join();
+    EXPECT_EQ(other.kernels, ops::default_context().kernels);
+  }
+  EXPECT_EQ(ops::cpu_kernels(), before.kernels);
+  EXPECT_EQ(ops::num_threads(), before.threads);
+  EXPECT_THROW(ops::ContextGuard(ops::Context{ops::CpuKernels::fast, ops::kMaxThreads + 1}),
+               ConfigError);
 }
 
 }  // namespace

@@ -1,20 +1,52 @@
-// Which CPU implementation the ops use: the fast path (oneDNN where it exists) or the plain
-// reference kernels that serve as the test oracle. A runtime switch, handy for debugging.
+// How the CPU ops run: which kernels (the fast path, oneDNN where it exists, or the plain
+// reference kernels that serve as the test oracle) and how many threads. Both travel in a
+// Context that belongs to the calling thread, so two configurations can run side by side in
+// one process (each on its own thread); nothing here is process-wide.
 #pragma once
 
 namespace epoch::ops {
 
 enum class CpuKernels { fast, reference };
 
-/// Selects the CPU kernels for every op from now on (process-wide).
+/// The most CPU threads epoch runs: beyond it GNU OpenMP fails to start its pool (a crash or
+/// a hang at tens of thousands).
+inline constexpr int kMaxThreads = 1024;
+
+/// How the calling thread's CPU ops run. A thread starts with the process default: the fast
+/// kernels (reference when EPOCH_CPU_KERNELS=reference) and every core.
+struct Context {
+  CpuKernels kernels = CpuKernels::fast;
+  int threads = 0;  // OpenMP and oneDNN threads of this thread's ops; 0: every core
+};
+
+/// The process default (see Context): what a new thread starts with.
+Context default_context();
+/// The calling thread's context (its thread count as OpenMP reports it, never 0).
+Context current_context();
+
+/// Installs a context on the calling thread for a scope and restores the previous one.
+/// requires: 0 <= threads <= kMaxThreads (ConfigError naming the limit otherwise); 0 keeps
+/// the thread count in force.
+class ContextGuard {
+ public:
+  explicit ContextGuard(const Context& context);
+  ~ContextGuard();
+  ContextGuard(const ContextGuard&) = delete;
+  ContextGuard& operator=(const ContextGuard&) = delete;
+
+ private:
+  Context previous_;
+};
+
+/// Selects the calling thread's CPU kernels from now on.
 void set_cpu_kernels(CpuKernels kernels);
 CpuKernels cpu_kernels();
 /// True when oneDNN was compiled in (EPOCH_WITH_ONEDNN).
 bool onednn_available();
-/// True when the fast path is selected and oneDNN is compiled in.
+/// True when the calling thread's fast path is selected and oneDNN is compiled in.
 bool use_onednn();
 
-/// RAII switch to the given kernels for a scope (tests compare both paths with this).
+/// Switches the calling thread to the given kernels for a scope (tests compare both paths).
 class CpuKernelsGuard {
  public:
   explicit CpuKernelsGuard(CpuKernels kernels) : previous_(cpu_kernels()) {
@@ -28,12 +60,8 @@ class CpuKernelsGuard {
   CpuKernels previous_;
 };
 
-/// The most CPU threads epoch runs: beyond it GNU OpenMP fails to start its pool (a crash or
-/// a hang at tens of thousands).
-inline constexpr int kMaxThreads = 1024;
-
-/// Sets the number of threads CPU kernels use (OpenMP and oneDNN); 0 keeps the current count.
-/// requires: 0 <= threads <= kMaxThreads (ConfigError naming the limit otherwise).
+/// Sets the number of threads the calling thread's CPU kernels use (OpenMP and oneDNN); 0
+/// keeps the current count. requires: 0 <= threads <= kMaxThreads (ConfigError otherwise).
 void set_num_threads(int threads);
 int num_threads();
 

@@ -10,6 +10,7 @@
 
 #include "epoch/models/zoo.h"
 #include "epoch/nn/flat_parameters.h"
+#include "epoch/ops/backend.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/optim/schedule.h"
 
@@ -27,9 +28,11 @@ class Step {
  public:
   /// Takes the model (already on its device and initialized), flattens its parameters and
   /// gradients, and builds the optimizer over them. `schedule` may be null: the optimizer's
-  /// learning rate is then left as it is.
+  /// learning rate is then left as it is. Every run() installs `context` (kernels and
+  /// threads) on the calling thread for its duration.
   Step(models::Model& model, const optim::OptimizerConfig& optimizer,
-       std::unique_ptr<optim::LrSchedule> schedule, std::uint64_t seed);
+       std::unique_ptr<optim::LrSchedule> schedule, std::uint64_t seed,
+       ops::Context context = ops::current_context());
 
   /// Runs once between backward and the update with the flat gradient buffer, every gradient
   /// complete (where gradients are averaged across processes).
@@ -50,6 +53,7 @@ class Step {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::uint64_t seed_;
+  ops::Context context_;
 };
 
 }  // namespace epoch::train
