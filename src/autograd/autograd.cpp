@@ -92,7 +92,7 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
   out.set_autograd_meta(std::move(meta));
 }
 
-void backward(const Tensor& root, const Tensor& dy) {
+void backward(const Tensor& root, const Tensor& dy, const LeafReadyFn& on_leaf_ready) {
   EPOCH_CHECK(root.requires_grad(), "backward() on a tensor that does not require grad");
   Tensor seed = dy;
   if (!seed.defined()) {
@@ -105,14 +105,29 @@ void backward(const Tensor& root, const Tensor& dy) {
   const std::shared_ptr<Meta>& root_meta = root.autograd_meta();
   if (!root_meta->node) {
     accumulate_leaf(*root_meta, seed);
+    if (on_leaf_ready) on_leaf_ready(*root_meta);
     return;
   }
   NoGradGuard no_grad;
+  const std::vector<Node*> order = topological_order(root_meta->node.get());
+  // How many node inputs of this graph still feed each leaf; at zero its gradient is complete.
+  std::unordered_map<Meta*, int> pending;
+  if (on_leaf_ready)
+    for (Node* node : order)
+      for (const auto& meta : node->inputs)
+        if (meta && !meta->node) ++pending[meta.get()];
+  const auto input_done = [&](const std::shared_ptr<Meta>& meta) {
+    if (!on_leaf_ready || !meta || meta->node) return;
+    if (--pending[meta.get()] == 0) on_leaf_ready(*meta);
+  };
   std::unordered_map<Node*, Tensor> grads;
   grads[root_meta->node.get()] = seed;
-  for (Node* node : topological_order(root_meta->node.get())) {
+  for (Node* node : order) {
     auto it = grads.find(node);
-    if (it == grads.end()) continue;
+    if (it == grads.end()) {  // nothing flows through this node: its leaves get nothing from it
+      for (const auto& meta : node->inputs) input_done(meta);
+      continue;
+    }
     const Tensor g = std::move(it->second);
     grads.erase(it);
     EPOCH_CHECK(node->backward, "backward through the graph of '", node->name,
@@ -123,11 +138,13 @@ void backward(const Tensor& root, const Tensor& dy) {
                 input_grads.size(), " gradients for ", node->inputs.size(), " inputs");
     for (std::size_t i = 0; i < input_grads.size(); ++i) {
       const auto& meta = node->inputs[i];
-      if (!meta || !input_grads[i].defined()) continue;
+      if (!meta) continue;
       if (!meta->node) {
-        accumulate_leaf(*meta, input_grads[i]);
+        if (input_grads[i].defined()) accumulate_leaf(*meta, input_grads[i]);
+        input_done(meta);
         continue;
       }
+      if (!input_grads[i].defined()) continue;
       auto [slot, inserted] = grads.try_emplace(meta->node.get(), input_grads[i]);
       if (!inserted) slot->second = ops::add(slot->second, input_grads[i]);
     }

@@ -29,7 +29,56 @@ Step::Step(models::Model& model, const optim::OptimizerConfig& optimizer,
       optimizer_(optim::make_optimizer(optimizer, model.net->parameters())),
       schedule_(std::move(schedule)),
       seed_(seed),
-      context_(context) {}
+      context_(context) {
+  const nn::NamedTensors params = model.net->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    parameter_index_[params[i].second.autograd_meta().get()] = static_cast<int>(i);
+  set_bucket_bytes(kDefaultBucketBytes);
+}
+
+void Step::set_bucket_bytes(std::int64_t bytes) {
+  EPOCH_CHECK(bytes > 0, "bucket size must be positive, got ", bytes);
+  const nn::NamedTensors params = model_.net->parameters();
+  std::vector<std::int64_t> offsets(params.size() + 1, 0);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    offsets[i + 1] = offsets[i] + params[i].second.numel();
+  buckets_.clear();
+  bucket_of_.assign(params.size(), 0);
+  std::size_t end = params.size();  // one past the bucket's last parameter
+  while (end > 0) {
+    std::size_t begin = end - 1;
+    while (begin > 0 && (offsets[end] - offsets[begin]) * 4 < bytes) --begin;
+    GradBucket b;
+    b.index = static_cast<int>(buckets_.size());
+    b.offset = offsets[begin];
+    b.count = offsets[end] - offsets[begin];
+    b.grads = flat_.grads.narrow0(b.offset, b.count);
+    for (std::size_t i = begin; i < end; ++i) bucket_of_[i] = b.index;
+    buckets_.push_back(std::move(b));
+    end = begin;
+  }
+}
+
+void Step::backward(const Tensor& loss) {
+  if (!on_bucket_ready) {
+    loss.backward();
+    return;
+  }
+  std::vector<int> waiting(buckets_.size(), 0);  // parameters not yet complete, per bucket
+  for (int b : bucket_of_) ++waiting[static_cast<std::size_t>(b)];
+  std::size_t next = 0;  // the first bucket not yet handed over
+  const auto hand_over_ready = [&] {
+    while (next < buckets_.size() && waiting[next] == 0) on_bucket_ready(buckets_[next++]);
+  };
+  autograd::backward(loss, Tensor(), [&](const autograd::Meta& leaf) {
+    const auto it = parameter_index_.find(&leaf);
+    if (it == parameter_index_.end()) return;  // a leaf that is not a parameter
+    --waiting[static_cast<std::size_t>(bucket_of_[static_cast<std::size_t>(it->second)])];
+    hand_over_ready();
+  });
+  for (int& w : waiting) w = 0;  // parameters the graph did not reach keep their zeros
+  hand_over_ready();
+}
 
 Tensor Step::run(const Tensor& x, const Tensor& labels, std::int64_t position, std::uint64_t index,
                  StepTimes* times) {
@@ -41,7 +90,7 @@ Tensor Step::run(const Tensor& x, const Tensor& labels, std::int64_t position, s
   Tensor loss = models::model_loss(model_.spec.task, model_.net->forward(x), x, labels);
   if (times) sync(loss);
   const auto t1 = Clock::now();
-  loss.backward();
+  backward(loss);
   if (times) sync(flat_.grads);
   const auto t2 = Clock::now();
   if (before_update) before_update(flat_.grads);

@@ -66,6 +66,72 @@ TEST(Step, IsForwardLossBackwardUpdate) {
   EXPECT_EQ(step.flat().values.to_vector(), flat.values.to_vector());
 }
 
+// Buckets cover the flat gradients from the end back, each whole parameters; during backward
+// each is handed over once, in order, as soon as it is complete (its values then are the final
+// ones), and the first is handed over while earlier layers' gradients are still zero.
+TEST(Step, HandsOverEachGradientBucketWhenItIsComplete) {
+  models::Model m = fresh_model();  // four dense layers: 8 parameters
+  Step step(m, optim::optimizer_defaults("sgd"), nullptr, 1);
+  EXPECT_EQ(step.buckets().size(), 1u) << "the autoencoder's 0.9 MB fit one 25 MiB bucket";
+  step.set_bucket_bytes(64 * 256 * 4);  // about one 256x64 matrix per bucket
+  const auto& buckets = step.buckets();
+  ASSERT_GE(buckets.size(), 3u);
+  std::int64_t end = step.flat().grads.numel();
+  for (const GradBucket& b : buckets) {
+    EXPECT_EQ(b.offset + b.count, end) << "bucket " << b.index;
+    end = b.offset;
+  }
+  EXPECT_EQ(end, 0);
+
+  const Tensor x = testing::random_tensor({4, 1, 28, 28}, 1, 0.0f, 1.0f);
+  const Tensor labels = Tensor::from_ints({4}, std::vector<std::int32_t>{0, 1, 2, 3});
+  std::vector<int> order;
+  std::vector<std::vector<float>> at_hand_over;
+  bool first_layer_zero_at_first = false;
+  Tensor first_weight_grad = m.net->parameters().front().second.grad();
+  step.on_bucket_ready = [&](const GradBucket& b) {
+    order.push_back(b.index);
+    at_hand_over.push_back(b.grads.to_vector());
+    if (b.index == 0) {
+      const std::vector<float> g = first_weight_grad.to_vector();
+      first_layer_zero_at_first = std::all_of(g.begin(), g.end(), [](float v) { return v == 0; });
+    }
+  };
+  step.before_update = [&](Tensor& grads) {
+    for (const GradBucket& b : buckets)
+      EXPECT_EQ(at_hand_over[static_cast<std::size_t>(b.index)],
+                grads.narrow0(b.offset, b.count).to_vector())
+          << "bucket " << b.index << " changed after it was handed over";
+  };
+  (void)step.run(x, labels, 0, 0);
+  std::vector<int> expected(buckets.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<int>(i);
+  EXPECT_EQ(order, expected);
+  EXPECT_TRUE(first_layer_zero_at_first);
+  order.clear();
+  at_hand_over.clear();
+  (void)step.run(x, labels, 1, 1);
+  EXPECT_EQ(order, expected) << "every step hands every bucket over once";
+}
+
+// The bucket hook changes nothing: the same steps with and without it give the same bits.
+TEST(Step, BucketHookLeavesTheStepUnchanged) {
+  const Tensor x = testing::random_tensor({4, 1, 28, 28}, 1, 0.0f, 1.0f);
+  const Tensor labels = Tensor::from_ints({4}, std::vector<std::int32_t>{0, 1, 2, 3});
+  models::Model a = fresh_model(), b = fresh_model();
+  Step plain(a, optim::optimizer_defaults("adam"), nullptr, 1);
+  Step hooked(b, optim::optimizer_defaults("adam"), nullptr, 1);
+  hooked.set_bucket_bytes(4096);
+  int calls = 0;
+  hooked.on_bucket_ready = [&](const GradBucket&) { ++calls; };
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(plain.run(x, labels, i, static_cast<std::uint64_t>(i)).item(),
+              hooked.run(x, labels, i, static_cast<std::uint64_t>(i)).item());
+  }
+  EXPECT_EQ(calls, 2 * static_cast<int>(hooked.buckets().size()));
+  EXPECT_EQ(plain.flat().values.to_vector(), hooked.flat().values.to_vector());
+}
+
 // Three steps of the cnn under a context; returns the final parameters.
 std::vector<float> three_steps(const ops::Context& context) {
   models::Model m = models::build_model("fmnist-cnn");

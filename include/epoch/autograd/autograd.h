@@ -54,7 +54,14 @@ bool needs_grad(const Ts&... ts) {
 /// Call only when needs_grad(inputs...) is true. The closure must capture detached tensors.
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
 
+/// Called during backward with a leaf whose gradient is complete: every node of the graph that
+/// feeds it has run, so nothing more will be added to it by this backward.
+using LeafReadyFn = std::function<void(const Meta& leaf)>;
+
 /// Back-propagates from root with upstream gradient dy (defaults to 1 for a scalar root).
-void backward(const Tensor& root, const Tensor& dy = Tensor());
+/// `on_leaf_ready`, when given, is called once for each leaf the graph reaches, as soon as its
+/// gradient is complete (leaves the graph does not reach are never named).
+void backward(const Tensor& root, const Tensor& dy = Tensor(),
+              const LeafReadyFn& on_leaf_ready = {});
 
 }  // namespace epoch::autograd

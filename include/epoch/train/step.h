@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
+#include <vector>
 
+#include "epoch/autograd/autograd.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/flat_parameters.h"
 #include "epoch/ops/backend.h"
@@ -24,6 +27,20 @@ struct StepTimes {
   double update_s = 0.0;  // the before-update hook and the optimizer
 };
 
+/// A range of the flat gradient buffer that backward completes together. Buckets hold whole
+/// parameters, taken from the last parameter back (the order backward produces them), so the
+/// first bucket is ready first; the layout depends only on the model and the bucket size, so
+/// every process training the same model has the same buckets.
+struct GradBucket {
+  int index = 0;            // 0 is ready first
+  std::int64_t offset = 0;  // first element in the flat buffer
+  std::int64_t count = 0;   // elements
+  Tensor grads;             // the view of the flat gradients [offset, offset + count)
+};
+
+/// The default bucket size (PyTorch DDP's 25 MiB).
+inline constexpr std::int64_t kDefaultBucketBytes = std::int64_t{25} << 20;
+
 class Step {
  public:
   /// Takes the model (already on its device and initialized), flattens its parameters and
@@ -33,6 +50,16 @@ class Step {
   Step(models::Model& model, const optim::OptimizerConfig& optimizer,
        std::unique_ptr<optim::LrSchedule> schedule, std::uint64_t seed,
        ops::Context context = ops::current_context());
+
+  /// Runs during backward for each gradient bucket as soon as all of its gradients are
+  /// complete, in bucket order, every bucket once per step (a bucket whose parameters the
+  /// graph does not reach is handed over when backward ends); where an all-reduce of that
+  /// bucket starts, overlapping the rest of backward.
+  std::function<void(const GradBucket& bucket)> on_bucket_ready;
+
+  /// Regroups the gradients into buckets of about `bytes` (at least one parameter each).
+  void set_bucket_bytes(std::int64_t bytes);
+  const std::vector<GradBucket>& buckets() const { return buckets_; }
 
   /// Runs once between backward and the update with the flat gradient buffer, every gradient
   /// complete (where gradients are averaged across processes).
@@ -52,8 +79,13 @@ class Step {
   nn::FlatParameters flat_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::LrSchedule> schedule_;
+  void backward(const Tensor& loss);
+
   std::uint64_t seed_;
   ops::Context context_;
+  std::vector<GradBucket> buckets_;
+  std::vector<int> bucket_of_;  // per parameter (Module::parameters() order)
+  std::unordered_map<const autograd::Meta*, int> parameter_index_;
 };
 
 }  // namespace epoch::train
