@@ -40,6 +40,24 @@ TEST(Autograd, DiamondGraphSumsBranches) {
   EXPECT_TRUE(testing::allclose(a.grad(), Tensor::from_vector({2}, {10.0f, 18.0f})));
 }
 
+// A leaf is named once, when its last contribution is in: b feeds only the node next to the
+// root, so it is complete first; a feeds the graph's far end through two paths.
+TEST(Autograd, LeafReadyNamesEachLeafOnceWhenItsGradientIsComplete) {
+  Tensor a = Tensor::from_vector({2}, {1.0f, 2.0f}).set_requires_grad(true);
+  Tensor b = Tensor::from_vector({2}, {3.0f, 4.0f}).set_requires_grad(true);
+  Tensor h = affine(a, 2.0f);
+  const Tensor loss = sum(mul(add(mul(h, h), h), b));  // (4a^2 + 2a) * b
+  std::vector<std::pair<const autograd::Meta*, std::vector<float>>> ready;
+  autograd::backward(loss, Tensor(), [&](const autograd::Meta& leaf) {
+    ready.emplace_back(&leaf, leaf.grad.to_vector());
+  });
+  ASSERT_EQ(ready.size(), 2u);
+  EXPECT_EQ(ready[0].first, b.autograd_meta().get());
+  EXPECT_EQ(ready[1].first, a.autograd_meta().get());
+  EXPECT_EQ(ready[1].second, a.grad().to_vector()) << "a was named before its gradient was final";
+  EXPECT_TRUE(testing::allclose(a.grad(), Tensor::from_vector({2}, {30.0f, 72.0f})));
+}
+
 TEST(Autograd, NoGradGuardRecordsNothing) {
   Tensor a = Tensor::from_vector({2}, {1.0f, 2.0f}).set_requires_grad(true);
   Tensor y;
@@ -69,13 +87,13 @@ TEST(Autograd, InstalledGradientBufferIsAccumulatedInPlace) {
 TEST(Autograd, BroadcastGradientsReduceToInputShape) {
   Tensor a = testing::random_tensor({2, 3}, 1).set_requires_grad(true);
   Tensor b = testing::random_tensor({3}, 2).set_requires_grad(true);
-  EXPECT_TRUE(testing::gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[1]); },
-                                 {a, b}));
+  EXPECT_TRUE(
+      testing::gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[1]); }, {a, b}));
   Tensor c = testing::random_tensor({2, 1}, 3, 0.5f, 2.0f).set_requires_grad(true);
-  EXPECT_TRUE(testing::gradcheck([](const std::vector<Tensor>& in) { return div(in[0], in[1]); },
-                                 {a, c}));
-  EXPECT_TRUE(testing::gradcheck([](const std::vector<Tensor>& in) { return sub(in[0], in[1]); },
-                                 {a, b}));
+  EXPECT_TRUE(
+      testing::gradcheck([](const std::vector<Tensor>& in) { return div(in[0], in[1]); }, {a, c}));
+  EXPECT_TRUE(
+      testing::gradcheck([](const std::vector<Tensor>& in) { return sub(in[0], in[1]); }, {a, b}));
 }
 
 TEST(Autograd, MeanAndAffineGradcheck) {
