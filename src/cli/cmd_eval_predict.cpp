@@ -39,7 +39,7 @@ int run_eval(const EvalOptions& o) {
   config.batch_size =
       o.batch_size > 0 ? o.batch_size : train::auto_eval_batch_size(t.model.spec, c.batch_size);
   config.workers = c.workers >= 0 ? c.workers : 0;
-  config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
+  config.on_bad_image = c.on_bad_image;
   Warnings warnings(stderr);
   data::Loader loader(*source, t.preprocessing, std::nullopt, config, &warnings);
   const train::EvalResult r =

@@ -23,6 +23,7 @@
 #include "epoch/ops/elementwise.h"
 #include "epoch/tensor/file_io.h"
 #include "epoch/train/checkpoint.h"
+#include "epoch/train/config_fields.h"
 #include "epoch/train/evaluate.h"
 #include "epoch/train/metrics_log.h"
 #include "epoch/train/progress.h"
@@ -59,103 +60,14 @@ TrainConfig::TrainConfig() {
   schedule.name = "cosine";
 }
 
-json TrainConfig::to_json() const {
-  return json{{"model", model},
-              {"data", data},
-              {"epochs", epochs},
-              {"batch_size", batch_size},
-              {"optimizer",
-               {{"name", optimizer.name},
-                {"lr", optimizer.lr},
-                {"momentum", optimizer.momentum},
-                {"nesterov", optimizer.nesterov},
-                {"weight_decay", optimizer.weight_decay},
-                {"decay_only", optimizer.decay_only},
-                {"beta1", optimizer.beta1},
-                {"beta2", optimizer.beta2},
-                {"eps", optimizer.eps},
-                {"alpha", optimizer.alpha}}},
-              {"schedule",
-               {{"name", schedule.name},
-                {"warmup_steps", warmup_steps},
-                {"step_size", schedule.step_size},
-                {"gamma", schedule.gamma},
-                {"min_lr", schedule.min_lr}}},
-              {"device", device},
-              {"threads", threads},
-              {"seed", seed},
-              {"determinism", determinism_name(determinism)},
-              {"eval_batch_size", eval_batch_size},
-              {"log_every", log_every},
-              {"limit_train", limit_train},
-              {"limit_test", limit_test},
-              {"synthetic_count", synthetic_count},
-              {"keep_checkpoints", keep_checkpoints},
-              {"val_data", val_data},
-              {"val_split", val_split},
-              {"workers", workers},
-              {"prefetch", prefetch},
-              {"on_bad_image", on_bad_image},
-              {"cache_mib", cache_mib},
-              {"augment", augment.to_json()},
-              {"rescale", rescale},
-              {"standardize", standardize},
-              {"mean", mean},
-              {"std", std},
-              {"resize", resize}};
-}
+json TrainConfig::to_json() const { return config_to_json(*this); }
 
 TrainConfig TrainConfig::from_json(const json& j) {
-  TrainConfig c;
   try {
-    c.model = j.at("model").get<std::string>();
-    c.data = j.at("data").get<std::string>();
-    c.epochs = j.at("epochs").get<std::int64_t>();
-    c.batch_size = j.at("batch_size").get<std::int64_t>();
-    const json& o = j.at("optimizer");
-    c.optimizer = optim::optimizer_defaults(o.at("name").get<std::string>());
-    c.optimizer.lr = o.at("lr").get<float>();
-    c.optimizer.momentum = o.at("momentum").get<float>();
-    c.optimizer.nesterov = o.at("nesterov").get<bool>();
-    c.optimizer.weight_decay = o.at("weight_decay").get<float>();
-    c.optimizer.decay_only = o.value("decay_only", std::vector<std::string>{});
-    c.optimizer.beta1 = o.at("beta1").get<float>();
-    c.optimizer.beta2 = o.at("beta2").get<float>();
-    c.optimizer.eps = o.at("eps").get<float>();
-    c.optimizer.alpha = o.at("alpha").get<float>();
-    const json& s = j.at("schedule");
-    c.schedule.name = s.at("name").get<std::string>();
-    c.warmup_steps = s.at("warmup_steps").get<std::int64_t>();
-    c.schedule.step_size = s.at("step_size").get<std::int64_t>();
-    c.schedule.gamma = s.at("gamma").get<float>();
-    c.schedule.min_lr = s.at("min_lr").get<float>();
-    c.device = j.value("device", std::string("cpu"));
-    c.threads = j.at("threads").get<int>();
-    c.seed = j.at("seed").get<std::uint64_t>();
-    c.determinism = parse_determinism(j.at("determinism").get<std::string>());
-    c.eval_batch_size = j.at("eval_batch_size").get<std::int64_t>();
-    c.log_every = j.at("log_every").get<std::int64_t>();
-    c.limit_train = j.at("limit_train").get<std::int64_t>();
-    c.limit_test = j.at("limit_test").get<std::int64_t>();
-    c.synthetic_count = j.at("synthetic_count").get<std::int64_t>();
-    // Fields added later: older runs lack them.
-    c.val_data = j.value("val_data", std::string());
-    c.val_split = j.value("val_split", 0.0);
-    c.workers = j.value("workers", -1);
-    c.prefetch = j.value("prefetch", 2);
-    c.on_bad_image = j.value("on_bad_image", std::string("skip"));
-    c.cache_mib = j.value("cache_mib", std::int64_t{1024});
-    c.keep_checkpoints = j.value("keep_checkpoints", std::int64_t{3});
-    if (j.contains("augment")) c.augment = data::AugmentConfig::from_json(j.at("augment"));
-    c.rescale = j.value("rescale", 1.0f / 255.0f);
-    c.standardize = j.value("standardize", false);
-    c.mean = j.value("mean", std::vector<float>{});
-    c.std = j.value("std", std::vector<float>{});
-    c.resize = j.value("resize", std::string("stretch"));
+    return config_from_json(j);
   } catch (const json::exception& e) {
     EPOCH_THROW(ConfigError, "stored run configuration is invalid: ", e.what());
   }
-  return c;
 }
 
 json TrainResult::to_json() const {
@@ -263,10 +175,9 @@ std::string shown(const json& v) {
 }  // namespace
 
 bool resume_may_change(const std::string& key) {
-  static const std::set<std::string> may = {"epochs",    "threads",      "device",
-                                            "workers",   "prefetch",     "cache_mib",
-                                            "log_every", "on_bad_image", "keep_checkpoints"};
-  return may.count(key) > 0;
+  for (const ConfigField& f : config_fields())
+    if (f.key == key) return f.resume_may_change;
+  return false;
 }
 
 std::string resume_conflicts(const TrainConfig& stored, const TrainConfig& requested) {
@@ -382,7 +293,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   loader_config.workers = resolve_workers(c, data, device.is_cuda() ? 1 : ops::num_threads());
   loader_config.prefetch = c.prefetch;
   loader_config.seed = c.seed;
-  loader_config.on_bad_image = data::parse_on_bad_image(c.on_bad_image);
+  loader_config.on_bad_image = c.on_bad_image;
 
   nn::initialize(*model.net, c.seed);
   model.net->to(device);

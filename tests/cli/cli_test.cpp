@@ -6,16 +6,18 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "cli/cli_testing.h"
 #include "epoch/data/image.h"
 #include "epoch/tensor/safetensors.h"
-#include "cli/cli_testing.h"
+#include "epoch/train/config_fields.h"
 #include "testing/testing.h"
 
 namespace epoch {
@@ -32,6 +34,28 @@ TEST(Cli, UsageErrorsAreOneLine) {
   expect_one_line_error(run_epoch("train --epochs 0", dir), 2, "--epochs");
   expect_one_line_error(run_epoch("train --lr abc", dir), 2, "--lr");
   expect_one_line_error(run_epoch("frobnicate", dir), 2, "frobnicate");
+}
+
+// The flags of `epoch train` come from the settings table: each field with a flag is offered,
+// and the flags that are not fields are the few that set several fields or say how to run.
+TEST(Cli, TrainFlagsAreTheSettingsTable) {
+  testing::TempDir dir;
+  const testing::CommandResult r = testing::run_epoch("train --help", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> offered;
+  for (std::size_t at = r.out.find("--"); at != std::string::npos; at = r.out.find("--", at + 2)) {
+    std::size_t end = at + 2;
+    while (end < r.out.size() &&
+           (std::isalnum(static_cast<unsigned char>(r.out[end])) || r.out[end] == '-'))
+      ++end;
+    if (at == 0 || r.out[at - 1] == ' ' || r.out[at - 1] == ',')
+      offered.insert(r.out.substr(at, end - at));
+  }
+  std::set<std::string> expected = {"--help", "--augment", "--contrast", "--resume", "--json"};
+  for (const train::ConfigField& f : train::config_fields())
+    if (!f.flag.empty()) expected.insert(f.flag);
+  for (const std::string& flag : expected) EXPECT_EQ(offered.count(flag), 1u) << flag;
+  for (const std::string& flag : offered) EXPECT_EQ(expected.count(flag), 1u) << flag;
 }
 
 TEST(Cli, BadConfigurationIsOneLine) {
@@ -70,9 +94,11 @@ TEST(Cli, BadCheckpointIsOneLine) {
 TEST(Cli, TrainEvalPredictEndToEnd) {
   testing::TempDir dir;
   const std::string run = dir / "run";
-  const CommandResult t = run_epoch("train --data synthetic --synthetic-count 512 --epochs 2 --batch-size 32 "
-                          "--threads 2 --out " + run + " --json",
-                          dir);
+  const CommandResult t = run_epoch(
+      "train --data synthetic --synthetic-count 512 --epochs 2 --batch-size 32 "
+      "--threads 2 --out " +
+          run + " --json",
+      dir);
   ASSERT_EQ(t.exit_code, 0) << t.err;
   ASSERT_EQ(count_lines(t.out), 1) << t.out;
   const auto summary = nlohmann::json::parse(t.out);
@@ -92,7 +118,8 @@ TEST(Cli, TrainEvalPredictEndToEnd) {
   img.pixels.assign(28 * 28, 0);
   for (int i = 0; i < 28 * 28; i += 3) img.pixels[static_cast<std::size_t>(i)] = 200;
   data::write_png(dir / "sample.png", img);
-  const CommandResult p = run_epoch("predict " + ckpt + " " + (dir / "sample.png") + " --json", dir);
+  const CommandResult p =
+      run_epoch("predict " + ckpt + " " + (dir / "sample.png") + " --json", dir);
   ASSERT_EQ(p.exit_code, 0) << p.err;
   const auto pj = nlohmann::json::parse(p.out);
   EXPECT_TRUE(pj.contains("class"));
@@ -108,10 +135,10 @@ TEST(Cli, TrainEvalPredictEndToEnd) {
 TEST(Cli, KilledRunKeepsItsLastCheckpoint) {
   testing::TempDir dir;
   const std::string run = dir / "run";
-  ASSERT_EQ(run_epoch("train --data synthetic --synthetic-count 256 --epochs 1 --quiet --out " + run,
-                      dir)
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_epoch("train --data synthetic --synthetic-count 256 --epochs 1 --quiet --out " + run, dir)
+          .exit_code,
+      0);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -138,7 +165,8 @@ TEST(Cli, ModelsInfoAndBench) {
   const CommandResult i = run_epoch("info --json", dir);
   ASSERT_EQ(i.exit_code, 0) << i.err;
   EXPECT_TRUE(nlohmann::json::parse(i.out).contains("gpus"));
-  const CommandResult b = run_epoch("bench --model autoencoder --batch-size 16 --warmup 1 --steps 10 --json", dir);
+  const CommandResult b =
+      run_epoch("bench --model autoencoder --batch-size 16 --warmup 1 --steps 10 --json", dir);
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_GT(nlohmann::json::parse(b.out)["train_images_per_s"].get<double>(), 0.0);
   expect_one_line_error(run_epoch("bench --steps 3", dir), 1, "--steps");
@@ -147,8 +175,11 @@ TEST(Cli, ModelsInfoAndBench) {
 TEST(Cli, DataSynthWritesADatasetAndRejectsBadArguments) {
   testing::TempDir dir;
   const std::string out = dir / "cd";
-  const CommandResult j = run_epoch("data synth --kind catdog --count 4 --val-count 2 --size 64x48 "
-                                    "--threads 1 --json --out " + out, dir);
+  const CommandResult j = run_epoch(
+      "data synth --kind catdog --count 4 --val-count 2 --size 64x48 "
+      "--threads 1 --json --out " +
+          out,
+      dir);
   ASSERT_EQ(j.exit_code, 0) << j.err;
   ASSERT_EQ(count_lines(j.out), 1) << j.out;
   const auto summary = nlohmann::json::parse(j.out);

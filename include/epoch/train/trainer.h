@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "epoch/data/augment.h"
+#include "epoch/data/loader.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/optim/schedule.h"
 #include "epoch/tensor/safetensors.h"
@@ -35,10 +36,10 @@ struct TrainConfig {
   std::string val_data;
   /// Keras validation_split: hold out this fraction of each class of an image folder.
   double val_split = 0.0;
-  int workers = -1;                   // loader threads; -1: auto (resolve_workers, training_data.h)
-  int prefetch = 2;                   // batches made ahead
-  std::string on_bad_image = "skip";  // skip | fail
-  std::int64_t cache_mib = 1024;      // decoded-image cache of an image folder (0: off)
+  int workers = -1;  // loader threads; -1: auto (resolve_workers, training_data.h)
+  int prefetch = 2;  // batches made ahead
+  data::OnBadImage on_bad_image = data::OnBadImage::skip;
+  std::int64_t cache_mib = 1024;  // decoded-image cache of an image folder (0: off)
   /// Random augmentation of training samples (the model's recipe by default; see recipe.h).
   data::AugmentConfig augment;
   /// Input preprocessing (stored in checkpoints): rescale, per-image standardization, and how
@@ -77,6 +78,7 @@ struct TrainConfig {
   bool quiet = false;                 // no progress output at all
 
   TrainConfig();
+  /// The stored settings as JSON and back, generated from config_fields.h's table.
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);
 };

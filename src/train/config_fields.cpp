@@ -1,0 +1,530 @@
+// The one description of a training run's settings and what is generated from it (see
+// config_fields.h).
+#include "epoch/train/config_fields.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "epoch/data/loader.h"
+#include "epoch/ops/backend.h"
+
+namespace epoch::train {
+namespace {
+
+using json = nlohmann::json;
+
+/// The key's section ("optimizer") and name ("lr"); the section is empty at the top level.
+std::pair<std::string, std::string> split_key(const std::string& key) {
+  const std::size_t dot = key.find('.');
+  if (dot == std::string::npos) return {"", key};
+  return {key.substr(0, dot), key.substr(dot + 1)};
+}
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  return out;
+}
+
+/// ConfigError unless a number is within the field's bounds.
+void check_bounds(const ConfigField& f, double v) {
+  const Bounds& b = f.bounds;
+  bool ok = std::isfinite(v);
+  std::string want;
+  switch (b.kind) {
+    case Bounds::Kind::any:
+    case Bounds::Kind::seed:
+      break;
+    case Bounds::Kind::positive:
+      ok = ok && v > 0;
+      want = "must be positive";
+      break;
+    case Bounds::Kind::non_negative:
+      ok = ok && v >= 0;
+      want = "must be >= 0";
+      break;
+    case Bounds::Kind::range:
+      ok = ok && v >= b.lo && v <= b.hi;
+      want = "must be from " + json(b.lo).dump() + " to " + json(b.hi).dump();
+      break;
+    case Bounds::Kind::threads:
+      ok = ok && v >= 0 && v <= ops::kMaxThreads;
+      want = "must be from 0 (every core) to " + std::to_string(ops::kMaxThreads);
+      break;
+  }
+  if (!ok)
+    EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is ", json(v).dump(), ": ",
+                want.empty() ? "must be finite" : want);
+}
+
+template <typename T>
+T integer_value(const ConfigField& f, const json& v) {
+  if (!v.is_number_integer())
+    EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is not an integer: ", v.dump());
+  if constexpr (std::is_unsigned_v<T>) {
+    if (!v.is_number_unsigned() && v.get<std::int64_t>() < 0)
+      EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is negative: ", v.dump());
+    return v.get<T>();
+  } else {
+    const std::int64_t i = v.get<std::int64_t>();
+    if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max())
+      EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is out of range: ", v.dump());
+    check_bounds(f, static_cast<double>(i));
+    return static_cast<T>(i);
+  }
+}
+
+template <typename T>
+T number_value(const ConfigField& f, const json& v) {
+  if (!v.is_number())
+    EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is not a number: ", v.dump());
+  const double d = v.get<double>();
+  check_bounds(f, d);
+  return static_cast<T>(d);
+}
+
+/// Sets one field from JSON, checking its type and bounds.
+void set_field(const ConfigField& f, TrainConfig& c, const json& v) {
+  std::visit(
+      [&](auto&& ref) {
+        using R = std::decay_t<decltype(ref)>;
+        if constexpr (std::is_same_v<R, bool*>) {
+          if (!v.is_boolean())
+            EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is not true or false: ", v.dump());
+          *ref = v.get<bool>();
+        } else if constexpr (std::is_same_v<R, int*>) {
+          *ref = integer_value<int>(f, v);
+        } else if constexpr (std::is_same_v<R, std::int64_t*>) {
+          *ref = integer_value<std::int64_t>(f, v);
+        } else if constexpr (std::is_same_v<R, std::uint64_t*>) {
+          *ref = integer_value<std::uint64_t>(f, v);
+        } else if constexpr (std::is_same_v<R, float*>) {
+          *ref = number_value<float>(f, v);
+        } else if constexpr (std::is_same_v<R, double*>) {
+          *ref = number_value<double>(f, v);
+        } else if constexpr (std::is_same_v<R, std::string*>) {
+          if (!v.is_string())
+            EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is not a string: ", v.dump());
+          *ref = v.get<std::string>();
+        } else if constexpr (std::is_same_v<R, std::vector<float>*>) {
+          if (!v.is_array())
+            EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is not a list: ", v.dump());
+          ref->clear();
+          for (const json& e : v) ref->push_back(number_value<float>(f, e));
+        } else if constexpr (std::is_same_v<R, std::vector<std::string>*>) {
+          if (!v.is_array())
+            EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is not a list: ", v.dump());
+          ref->clear();
+          for (const json& e : v) {
+            if (!e.is_string())
+              EPOCH_THROW(ConfigError, "setting \"", f.key, "\" holds a non-string: ", e.dump());
+            ref->push_back(e.get<std::string>());
+          }
+        } else {
+          if (!v.is_string())
+            EPOCH_THROW(ConfigError, "setting \"", f.key, "\" is not a string: ", v.dump());
+          set_choice(f, ref, v.get<std::string>());
+        }
+      },
+      f.ref(c));
+}
+
+}  // namespace
+
+void set_choice(const ConfigField& f, const ChoiceRef& ref, const std::string& word) {
+  bool known = false;
+  for (const std::string& choice : f.choices) known = known || choice == word;
+  if (!known)
+    EPOCH_THROW(ConfigError, f.flag.empty() ? "setting \"" + f.key + "\"" : f.flag, " ", word,
+                ": expected ", join_words(f.choices));
+  ref.set(word);
+}
+
+const std::vector<ConfigField>& config_fields() {
+  static const std::vector<ConfigField> fields = {
+      {.key = "model",
+       .flag = "--model",
+       .help = "Model from `epoch models`",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.model; },
+       .show_default = true},
+      {.key = "data",
+       .flag = "--data",
+       .help = "An image folder (class subfolders, or train/ + validation/), cifar10:DIR, a folder "
+               "of IDX files, or 'synthetic' (default: Fashion-MNIST)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.data; }},
+      {.key = "val_data",
+       .flag = "--val-data",
+       .help = "Validation image folder (same class subfolders)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.val_data; }},
+      {.key = "val_split",
+       .flag = "--val-split",
+       .help = "Hold out this fraction of each class of an image folder for validation",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.val_split; },
+       .bounds = Bounds::range(0.0, 1.0)},
+      {.key = "workers",
+       .flag = "--workers",
+       .help = "Input pipeline threads (default: the cores compute leaves free, for image files; "
+               "-1: the same)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.workers; },
+       .bounds = Bounds::range(-1, 64),
+       .resume_may_change = true},
+      {.key = "prefetch",
+       .flag = "--prefetch",
+       .help = "Batches prepared ahead",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.prefetch; },
+       .bounds = Bounds::range(1, 64),
+       .resume_may_change = true,
+       .show_default = true},
+      {.key = "on_bad_image",
+       .flag = "--on-bad-image",
+       .help = "skip (warn and go on) or fail on a corrupt or unreadable image",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{
+             [&c] { return std::string(data::on_bad_image_name(c.on_bad_image)); },
+             [&c](const std::string& s) { c.on_bad_image = data::parse_on_bad_image(s); }};
+       },
+       .choices = {"skip", "fail"},
+       .resume_may_change = true,
+       .show_default = true},
+      {.key = "cache_mib",
+       .flag = "--cache-mib",
+       .help = "Memory for decoded images of an image folder (0: decode every epoch)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.cache_mib; },
+       .bounds = Bounds::non_negative(),
+       .resume_may_change = true,
+       .show_default = true},
+      {.key = "augment.rotation_deg",
+       .flag = "--rotation",
+       .help = "Random rotation range, degrees",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.rotation_deg; },
+       .bounds = Bounds::non_negative()},
+      {.key = "augment.width_shift",
+       .flag = "--width-shift",
+       .help = "Random horizontal shift, fraction of width",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.width_shift; },
+       .bounds = Bounds::non_negative()},
+      {.key = "augment.height_shift",
+       .flag = "--height-shift",
+       .help = "Random vertical shift, fraction of height",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.height_shift; },
+       .bounds = Bounds::non_negative()},
+      {.key = "augment.shear",
+       .flag = "--shear",
+       .help = "Random shear range, radians",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.shear; },
+       .bounds = Bounds::non_negative()},
+      {.key = "augment.zoom",
+       .flag = "--zoom",
+       .help = "Random zoom: scale in [1-z, 1+z] per axis",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.zoom; },
+       .bounds = Bounds::range(0.0, 0.99)},
+      {.key = "augment.horizontal_flip",
+       .flag = "--horizontal-flip",
+       .help = "Random left-right flips (true/false)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.horizontal_flip; }},
+      {.key = "augment.vertical_flip",
+       .flag = "--vertical-flip",
+       .help = "Random up-down flips (true/false)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.vertical_flip; }},
+      {.key = "augment.crop_padding",
+       .flag = "--crop-padding",
+       .help = "Random crop of the input size after zero padding by P pixels (-1: no crop)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.crop_padding; },
+       .bounds = Bounds::range(-1, 1e6)},
+      {.key = "augment.random_resized_crop",
+       .flag = "--random-resized-crop",
+       .help = "torchvision RandomResizedCrop (true/false)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.random_resized_crop; }},
+      {.key = "augment.rrc_scale_min",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.rrc_scale_min; }},
+      {.key = "augment.rrc_scale_max",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.rrc_scale_max; }},
+      {.key = "augment.rrc_ratio_min",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.rrc_ratio_min; }},
+      {.key = "augment.rrc_ratio_max",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.rrc_ratio_max; }},
+      {.key = "augment.fill_mode",
+       .flag = "--fill-mode",
+       .help = "Outside the image: nearest or constant",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{[&c] { return std::string(c.augment.fill_mode); },
+                          [&c](const std::string& s) { c.augment.fill_mode = s; }};
+       },
+       .choices = {"nearest", "constant"}},
+      {.key = "augment.brightness",
+       .flag = "--brightness",
+       .help = "Random brightness change, pixel units (0-255)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.brightness; },
+       .bounds = Bounds::non_negative()},
+      {.key = "augment.contrast_min",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.contrast_min; },
+       .bounds = Bounds::non_negative()},
+      {.key = "augment.contrast_max",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.augment.contrast_max; },
+       .bounds = Bounds::non_negative()},
+      {.key = "rescale",
+       .flag = "--rescale",
+       .help = "Pixel scale factor (default 1/255)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.rescale; }},
+      {.key = "standardize",
+       .flag = "--standardize",
+       .help = "Per-image standardization (true/false)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.standardize; }},
+      {.key = "mean",
+       .flag = "--mean",
+       .help = "Per-channel mean to subtract after rescale (R,G,B)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.mean; }},
+      {.key = "std",
+       .flag = "--std",
+       .help = "Per-channel std to divide by after rescale (R,G,B)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.std; }},
+      {.key = "resize",
+       .flag = "--resize",
+       .help = "Evaluation resize of other-sized images: stretch or center_crop",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{[&c] { return std::string(c.resize); },
+                          [&c](const std::string& s) { c.resize = s; }};
+       },
+       .choices = {"stretch", "center_crop"}},
+      {.key = "epochs",
+       .flag = "--epochs",
+       .help = "Epochs to train",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.epochs; },
+       .bounds = Bounds::positive(),
+       .resume_may_change = true,
+       .show_default = true},
+      {.key = "batch_size",
+       .flag = "--batch-size",
+       .help = "Samples per step",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.batch_size; },
+       .bounds = Bounds::positive(),
+       .show_default = true},
+      {.key = "optimizer.name",
+       .flag = "--optimizer",
+       .help =
+           "sgd, adam, adamw or rmsprop (another one than the recipe's starts from its defaults)",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{[&c] { return std::string(c.optimizer.name); },
+                          [&c](const std::string& s) { c.optimizer.name = s; }};
+       },
+       .choices = {"sgd", "adam", "adamw", "rmsprop"},
+       .show_default = true},
+      {.key = "optimizer.lr",
+       .flag = "--lr",
+       .help = "Learning rate (default: the model's recipe; 0.01 for another --optimizer sgd, 2e-3 "
+               "for others)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.lr; },
+       .bounds = Bounds::positive()},
+      {.key = "optimizer.momentum",
+       .flag = "--momentum",
+       .help = "Momentum (sgd, rmsprop)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.momentum; },
+       .bounds = Bounds::range(0.0, 1.0)},
+      {.key = "optimizer.nesterov",
+       .flag = "--nesterov",
+       .help = "Nesterov momentum (sgd)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.nesterov; },
+       .is_switch = true},
+      {.key = "optimizer.weight_decay",
+       .flag = "--weight-decay",
+       .help = "Weight decay",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.weight_decay; },
+       .bounds = Bounds::non_negative()},
+      {.key = "optimizer.decay_only",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.decay_only; }},
+      {.key = "optimizer.beta1",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.beta1; },
+       .bounds = Bounds::range(0.0, 1.0)},
+      {.key = "optimizer.beta2",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.beta2; },
+       .bounds = Bounds::range(0.0, 1.0)},
+      {.key = "optimizer.eps",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.eps; },
+       .bounds = Bounds::positive()},
+      {.key = "optimizer.alpha",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.alpha; },
+       .bounds = Bounds::range(0.0, 1.0)},
+      {.key = "optimizer.centered",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.centered; }},
+      {.key = "schedule.name",
+       .flag = "--schedule",
+       .help = "constant, step or cosine",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{[&c] { return std::string(c.schedule.name); },
+                          [&c](const std::string& s) { c.schedule.name = s; }};
+       },
+       .choices = {"constant", "step", "cosine"},
+       .show_default = true},
+      {.key = "schedule.warmup_steps",
+       .flag = "--warmup-steps",
+       .help = "Linear warm-up steps (default: min(300, 10% of the steps); -1: the same)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.warmup_steps; },
+       .bounds = Bounds::range(-1, 9e18)},
+      {.key = "schedule.warmup_start_factor",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.schedule.warmup_start_factor; },
+       .bounds = Bounds::range(0.0, 1.0)},
+      {.key = "schedule.step_size",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.schedule.step_size; },
+       .bounds = Bounds::non_negative()},
+      {.key = "schedule.gamma",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.schedule.gamma; },
+       .bounds = Bounds::non_negative()},
+      {.key = "schedule.min_lr",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.schedule.min_lr; },
+       .bounds = Bounds::non_negative()},
+      {.key = "device",
+       .flag = "--device",
+       .help = "cpu, cuda or cuda:N",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.device; },
+       .resume_may_change = true,
+       .show_default = true},
+      {.key = "threads",
+       .flag = "--threads",
+       .help = "CPU threads (0: all cores)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.threads; },
+       .bounds = Bounds::threads(),
+       .resume_may_change = true},
+      {.key = "seed",
+       .flag = "--seed",
+       .help = "Random seed (0 to 2^64-1)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.seed; },
+       .bounds = Bounds::seed(),
+       .show_default = true},
+      {.key = "determinism",
+       .flag = "--determinism",
+       .help = "fast, reproducible or strict",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{[&c] { return std::string(determinism_name(c.determinism)); },
+                          [&c](const std::string& s) { c.determinism = parse_determinism(s); }};
+       },
+       .choices = {"fast", "reproducible", "strict"},
+       .show_default = true},
+      {.key = "eval_batch_size",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.eval_batch_size; },
+       .bounds = Bounds::non_negative(),
+       .resume_may_change = true},
+      {.key = "log_every",
+       .flag = "--log-every",
+       .help = "Steps between metrics.jsonl records",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.log_every; },
+       .bounds = Bounds::non_negative(),
+       .resume_may_change = true},
+      {.key = "limit_train",
+       .flag = "--limit-train",
+       .help = "Use only the first N training samples",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.limit_train; },
+       .bounds = Bounds::non_negative()},
+      {.key = "limit_test",
+       .flag = "--limit-test",
+       .help = "Use only the first N test samples",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.limit_test; },
+       .bounds = Bounds::non_negative()},
+      {.key = "synthetic_count",
+       .flag = "--synthetic-count",
+       .help = "Training samples of --data synthetic",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.synthetic_count; },
+       .bounds = Bounds::positive()},
+      {.key = "keep_checkpoints",
+       .flag = "--keep-checkpoints",
+       .help = "epoch-K checkpoints kept, the newest (-1: all); last and best are always kept",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.keep_checkpoints; },
+       .bounds = Bounds::range(-1, 1e9),
+       .resume_may_change = true,
+       .show_default = true},
+      {.key = "out_dir",
+       .flag = "--out",
+       .help = "Run directory (default: runs/<model>-<date>-<time>)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.out_dir; },
+       .stored = false},
+      {.key = "quiet",
+       .flag = "--quiet",
+       .help = "No progress output",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.quiet; },
+       .stored = false,
+       .is_switch = true},
+      {.key = "stop_after_epochs",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.stop_after_epochs; },
+       .stored = false},
+  };
+  return fields;
+}
+
+const ConfigField& config_field(const std::string& key) {
+  for (const ConfigField& f : config_fields())
+    if (f.key == key) return f;
+  EPOCH_THROW(InvalidArgument, "no setting \"", key, "\"");
+}
+
+json field_value(const ConfigField& field, const TrainConfig& config) {
+  // The references are only read here.
+  TrainConfig& c = const_cast<TrainConfig&>(config);
+  return std::visit(
+      [](auto&& ref) -> json {
+        using R = std::decay_t<decltype(ref)>;
+        if constexpr (std::is_same_v<R, ChoiceRef>) {
+          return ref.get();
+        } else {
+          return *ref;
+        }
+      },
+      field.ref(c));
+}
+
+void copy_field(const ConfigField& field, const TrainConfig& from, TrainConfig& to) {
+  set_field(field, to, field_value(field, from));
+}
+
+json config_to_json(const TrainConfig& config) {
+  json j = json::object();
+  for (const ConfigField& f : config_fields()) {
+    if (!f.stored) continue;
+    const auto [section, name] = split_key(f.key);
+    json& where = section.empty() ? j : j[section];
+    where[name] = field_value(f, config);
+  }
+  return j;
+}
+
+TrainConfig config_from_json(const json& j) {
+  if (!j.is_object()) EPOCH_THROW(ConfigError, "stored run configuration is not a JSON object");
+  // Written beside the settings in config.json, for readers; not settings.
+  static const std::set<std::string> notes = {"model_parameters", "threads_used", "epoch_version"};
+  TrainConfig c;
+  std::set<std::string> known_sections;
+  for (const ConfigField& f : config_fields())
+    if (f.stored) known_sections.insert(split_key(f.key).first);
+  const auto field_at = [](const std::string& key) -> const ConfigField* {
+    for (const ConfigField& f : config_fields())
+      if (f.stored && f.key == key) return &f;
+    return nullptr;
+  };
+  // The optimizer's name first: another optimizer starts from its own defaults, which the
+  // stored values then replace (configurations written before a field existed keep them).
+  if (j.contains("optimizer") && j["optimizer"].is_object() && j["optimizer"].contains("name")) {
+    const ConfigField& f = config_field("optimizer.name");
+    set_field(f, c, j["optimizer"]["name"]);
+    c.optimizer = optim::optimizer_defaults(c.optimizer.name);
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (notes.count(key) > 0) continue;
+    if (value.is_object() && key != "" && known_sections.count(key) > 0) {
+      for (const auto& [name, inner] : value.items()) {
+        const ConfigField* f = field_at(key + "." + name);
+        if (f == nullptr)
+          EPOCH_THROW(ConfigError, "stored run configuration: unknown setting \"", key, ".", name,
+                      "\"");
+        set_field(*f, c, inner);
+      }
+      continue;
+    }
+    const ConfigField* f = field_at(key);
+    if (f == nullptr)
+      EPOCH_THROW(ConfigError, "stored run configuration: unknown setting \"", key, "\"");
+    set_field(*f, c, value);
+  }
+  return c;
+}
+
+}  // namespace epoch::train
