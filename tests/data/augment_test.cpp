@@ -831,6 +831,84 @@ TEST(AugmentTest, BadArgumentsThrow) {
   EXPECT_THROW(transform_sample(v, pre, nullptr, rng, out.data()), InvalidArgument);
 }
 
+/// FNV-1a of the bytes of some floats.
+std::uint64_t checksum(const std::vector<float>& v, std::uint64_t h = 1469598103934665603ull) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(v.data());
+  for (std::size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  return h;
+}
+
+/// transform_sample's exact output for fixed seeds under configs that together use every
+/// augmentation (both crops, every Keras transform, flips, both fill modes, brightness and
+/// contrast) and every warp path (integer, AVX2 and portable bilinear, channel conversions),
+/// pinned so that a change of the arithmetic, the draws or their order shows. The values are
+/// those of the Release build (GCC, -O3 -march=x86-64-v3); other builds contract and vectorize
+/// the floating point differently and skip.
+TEST(AugmentTest, PinnedOutputChecksums) {
+#if !(defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && defined(__AVX2__) && \
+      defined(__FMA__))
+  GTEST_SKIP() << "checksums pinned for the GCC Release build (-O3 -march=x86-64-v3)";
+#endif
+  AugmentConfig keras;
+  keras.rotation_deg = 15;
+  keras.width_shift = 0.1f;
+  keras.height_shift = 0.15f;
+  keras.shear = 0.2f;
+  keras.zoom = 0.2f;
+  keras.horizontal_flip = true;
+  keras.vertical_flip = true;
+  keras.brightness = 20;
+  keras.contrast_min = 0.6f;
+  keras.contrast_max = 1.4f;
+  AugmentConfig rrc = keras;
+  rrc.random_resized_crop = true;
+  rrc.rrc_scale_min = 0.3f;
+  rrc.fill_mode = "constant";
+  AugmentConfig padded = keras;
+  padded.crop_padding = 4;
+  AugmentConfig exact;  // whole-pixel moves only: the integer path
+  exact.crop_padding = 3;
+  exact.horizontal_flip = true;
+  exact.vertical_flip = true;
+
+  const Pixels rgb = random_pixels(3, 94, 125, 21);
+  const Image rgb_hwc = to_hwc(rgb, 3, 94, 125);
+  const Pixels gray = random_pixels(1, 37, 29, 22);
+  Preprocessing rgb_out = make_pre(3, 64, 64);
+  rgb_out.mean = {0.5f, 0.4f, 0.3f};
+  rgb_out.std = {0.2f, 0.25f, 0.3f};
+  Preprocessing gray_out = make_pre(1, 27, 21);
+  gray_out.standardize = true;
+  Preprocessing crop_out = make_pre(3, 24, 24);
+  crop_out.resize = "center_crop";
+
+  struct Case {
+    const char* name;
+    ImageView src;
+    const Preprocessing* pre;
+    const AugmentConfig* cfg;
+    std::uint64_t expected;
+  };
+  const Case cases[] = {
+      {"keras rgb hwc", ImageView::of(rgb_hwc), &rgb_out, &keras, 650439741506243939ull},
+      {"rrc rgb chw", ImageView::chw(rgb.data(), 3, 94, 125), &rgb_out, &rrc,
+       18285872583606984213ull},
+      {"padded rgb -> gray", ImageView::of(rgb_hwc), &gray_out, &padded, 8711142392246981592ull},
+      {"keras gray -> rgb", ImageView::chw(gray.data(), 1, 37, 29), &crop_out, &keras,
+       7263024671668804329ull},
+      {"rrc gray -> gray", ImageView::chw(gray.data(), 1, 37, 29), &gray_out, &rrc,
+       9807041503407464880ull},
+      {"exact rgb", ImageView::of(rgb_hwc), &crop_out, &exact, 9476725689168136545ull},
+      {"none center crop", ImageView::of(rgb_hwc), &crop_out, nullptr, 3555905415694800067ull},
+  };
+  for (const Case& c : cases) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::int64_t i = 0; i < 8; ++i)
+      h = checksum(run_transform(c.src, *c.pre, c.cfg, sample_stream(7, 2, i)), h);
+    EXPECT_EQ(h, c.expected) << c.name;
+  }
+}
+
 /// Timings for the report (run with --gtest_also_run_disabled_tests); asserts nothing.
 TEST(AugmentTest, DISABLED_Timing) {
   const Pixels px = random_pixels(3, 94, 125, 1);
