@@ -1,5 +1,5 @@
-// Helpers for the CUDA parity tests: skip without a device, and run an op on the CPU and on
-// CUDA from the same inputs.
+// Helpers for the CUDA tests: skip without a device, and put a tensor on CUDA. (CUDA against
+// the CPU reference, op by op, is the parity table: testing/parity.h.)
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include "epoch/tensor/tensor.h"
 
 /// Skips the current test (reporting why) when no CUDA device is visible.
-#define EPOCH_REQUIRE_CUDA()                                                           \
-  do {                                                                                 \
-    if (!::epoch::memory::cuda_available()) GTEST_SKIP() << "no CUDA device";          \
+#define EPOCH_REQUIRE_CUDA()                                                  \
+  do {                                                                        \
+    if (!::epoch::memory::cuda_available()) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
 
 namespace epoch::testing {
@@ -19,8 +19,8 @@ namespace epoch::testing {
 /// The tensor on cuda:0 (a copy).
 inline Tensor on_cuda(const Tensor& t) { return t.to(Device::cuda()); }
 
-/// Fixture for CPU-vs-CUDA parity tests: skips without a device, and makes the CPU side use
-/// the plain reference kernels (the oracle) rather than oneDNN.
+/// Fixture for the CUDA tests: skips without a device, and makes any CPU side use the plain
+/// reference kernels (the oracle) rather than oneDNN.
 class CudaParityTest : public ::testing::Test {
  protected:
   void SetUp() override { EPOCH_REQUIRE_CUDA(); }

@@ -1,5 +1,6 @@
-// CUDA matmul, dense layer and bias add (cuBLAS and own kernels) against the CPU reference on
-// random inputs; determinism of the bias reduction; autograd through CUDA tensors.
+// CUDA matmul, dense layer and bias add (cuBLAS and own kernels): hand values, determinism of
+// the bias reduction, autograd through CUDA tensors, mixed devices rejected. (CUDA against the
+// CPU reference is in the parity table.)
 #include <gtest/gtest.h>
 
 #include "cuda/cuda_testing.h"
@@ -15,62 +16,12 @@ using testing::on_cuda;
 using testing::random_tensor;
 using LinearCuda = testing::CudaParityTest;
 
-TEST_F(LinearCuda, MatmulMatchesCpuForEveryTranspose) {
-  const std::int64_t M = 37, N = 23, K = 51;  // odd sizes: no tile divides them
-  for (int ta = 0; ta < 2; ++ta) {
-    for (int tb = 0; tb < 2; ++tb) {
-      const Tensor a = random_tensor(ta ? Shape{K, M} : Shape{M, K}, 1 + ta);
-      const Tensor b = random_tensor(tb ? Shape{N, K} : Shape{K, N}, 3 + tb);
-      const Tensor expected = ops::matmul(a, b, ta != 0, tb != 0);
-      const Tensor actual = ops::matmul(on_cuda(a), on_cuda(b), ta != 0, tb != 0);
-      ASSERT_TRUE(actual.device().is_cuda());
-      EXPECT_TRUE(allclose(actual, expected, 1e-4f, 1e-4f)) << "ta " << ta << " tb " << tb;
-    }
-  }
-}
-
 TEST_F(LinearCuda, MatmulHandValues) {
   // (2, 3) x (3, 2) = [[1*1+2*3+3*5, 1*2+2*4+3*6], [4*1+5*3+6*5, 4*2+5*4+6*6]].
   const Tensor a = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
   const Tensor b = Tensor::from_vector({3, 2}, {1, 2, 3, 4, 5, 6});
-  EXPECT_TRUE(allclose(ops::matmul(on_cuda(a), on_cuda(b)),
-                       Tensor::from_vector({2, 2}, {22, 28, 49, 64})));
-}
-
-TEST_F(LinearCuda, LinearForwardAndBackwardMatchCpu) {
-  const std::int64_t N = 19, IN = 33, OUT = 12;
-  const Tensor x = random_tensor({N, IN}, 5), w = random_tensor({OUT, IN}, 6);
-  const Tensor b = random_tensor({OUT}, 7), dy = random_tensor({N, OUT}, 8);
-  for (bool has_bias : {true, false}) {
-    const Tensor bias = has_bias ? b : Tensor();
-    EXPECT_TRUE(allclose(ops::linear_forward(on_cuda(x), on_cuda(w),
-                                             has_bias ? on_cuda(b) : Tensor()),
-                         ops::linear_forward(x, w, bias), 1e-4f, 1e-4f));
-    for (bool need_dx : {true, false}) {
-      const ops::LinearGrads e = ops::linear_backward(dy, x, w, has_bias, need_dx);
-      const ops::LinearGrads a =
-          ops::linear_backward(on_cuda(dy), on_cuda(x), on_cuda(w), has_bias, need_dx);
-      EXPECT_EQ(a.dx.defined(), need_dx);
-      EXPECT_EQ(a.db.defined(), has_bias);
-      if (need_dx) {
-        EXPECT_TRUE(allclose(a.dx, e.dx, 1e-4f, 1e-4f));
-      }
-      EXPECT_TRUE(allclose(a.dw, e.dw, 1e-4f, 1e-4f));
-      if (has_bias) {
-        EXPECT_TRUE(allclose(a.db, e.db, 1e-5f, 1e-5f));
-      }
-    }
-  }
-}
-
-TEST_F(LinearCuda, BiasAddMatchesCpu) {
-  const Tensor x = random_tensor({4, 6, 5, 3}, 9), b = random_tensor({6}, 10);
   EXPECT_TRUE(
-      allclose(ops::bias_add_forward(on_cuda(x), on_cuda(b)), ops::bias_add_forward(x, b)));
-  const Tensor dy = random_tensor({4, 6, 5, 3}, 11);
-  EXPECT_TRUE(allclose(ops::bias_add_backward(on_cuda(dy)), ops::bias_add_backward(dy)));
-  const Tensor dy2 = random_tensor({7, 5}, 12);  // (N, C): inner = 1
-  EXPECT_TRUE(allclose(ops::bias_add_backward(on_cuda(dy2)), ops::bias_add_backward(dy2)));
+      allclose(ops::matmul(on_cuda(a), on_cuda(b)), Tensor::from_vector({2, 2}, {22, 28, 49, 64})));
 }
 
 TEST_F(LinearCuda, BiasGradientIsIdenticalRunToRun) {

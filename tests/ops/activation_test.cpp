@@ -176,29 +176,3 @@ TEST(Activation, BadArgumentsThrow) {
 
 }  // namespace
 }  // namespace epoch
-
-namespace epoch {
-namespace {
-
-// The fast path's vectorized sigmoid against the reference over the whole useful range,
-// including saturation and the flush to 0 below -87.
-TEST(ActivationFast, SigmoidMatchesTheReference) {
-  std::vector<float> xs;
-  for (float v = -120.0f; v <= 120.0f; v += 0.0137f) xs.push_back(v);
-  xs.push_back(0.0f);
-  xs.push_back(-0.0f);
-  const Tensor x = Tensor::from_vector({static_cast<std::int64_t>(xs.size())}, xs);
-  Tensor fast, reference;
-  {
-    ops::CpuKernelsGuard guard(ops::CpuKernels::fast);
-    fast = ops::sigmoid_forward(x);
-  }
-  {
-    ops::CpuKernelsGuard guard(ops::CpuKernels::reference);
-    reference = ops::sigmoid_forward(x);
-  }
-  EXPECT_TRUE(testing::allclose(fast, reference, 1e-30f, 4e-7f));
-}
-
-}  // namespace
-}  // namespace epoch

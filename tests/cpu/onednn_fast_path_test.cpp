@@ -1,6 +1,5 @@
-// The oneDNN fast path through the public ops, switched with ops::CpuKernelsGuard: each op
-// against the reference path, hand-computed values, gradient checks through the autograd
-// functions, argument errors, max-pool workspaces crossing paths, and the primitive cache.
+// The oneDNN fast path through the public ops beyond parity (testing/parity_cases.cpp): hand
+// values, gradchecks, argument errors, max-pool workspaces, reproducibility, the primitive cache.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -47,7 +46,7 @@ ops::Pool2dParams pool_params(std::int64_t k, std::int64_t s, std::int64_t pad_b
   return p;
 }
 
-TEST(OnednnParity, FastPathIsOnednnHere) {
+TEST(OnednnFastPath, FastPathIsOnednnHere) {
   CpuKernelsGuard fast(CpuKernels::fast);
   EXPECT_TRUE(ops::onednn_available());
   EXPECT_TRUE(ops::use_onednn());
@@ -55,33 +54,7 @@ TEST(OnednnParity, FastPathIsOnednnHere) {
   EXPECT_FALSE(ops::use_onednn());
 }
 
-TEST(OnednnParity, Conv2dOpsMatchReferencePath) {
-  for (const auto& [p, C, OC] : std::vector<std::tuple<ops::Conv2dParams, int, int>>{
-           {conv_params(1, 1, 1, 1), 3, 8}, {conv_params(2, 1, 1, 1), 4, 6},
-           {conv_params(1, 2, 2, 2), 4, 6}, {conv_params(1, 0, 1, 1), 32, 16}}) {
-    const Tensor x = testing::random_tensor({3, C, 11, 9}, 61);
-    const Tensor w = testing::random_tensor({OC, C / p.groups, 3, 3}, 62);
-    const Tensor b = testing::random_tensor({OC}, 63);
-    Tensor y_ref, y;
-    ops::Conv2dGrads g_ref, g;
-    {
-      CpuKernelsGuard guard(CpuKernels::reference);
-      y_ref = ops::conv2d_forward(x, w, b, p);
-      g_ref = ops::conv2d_backward(testing::random_tensor(y_ref.shape(), 64), x, w, true, p);
-    }
-    {
-      CpuKernelsGuard guard(CpuKernels::fast);
-      y = ops::conv2d_forward(x, w, b, p);
-      g = ops::conv2d_backward(testing::random_tensor(y.shape(), 64), x, w, true, p);
-    }
-    EXPECT_TRUE(testing::allclose(y, y_ref, 1e-4f, 1e-4f));
-    EXPECT_TRUE(testing::allclose(g.dx, g_ref.dx, 1e-4f, 1e-4f));
-    EXPECT_TRUE(testing::allclose(g.dw, g_ref.dw, 2e-4f, 1e-4f));
-    EXPECT_TRUE(testing::allclose(g.db, g_ref.db, 2e-4f, 1e-4f));
-  }
-}
-
-TEST(OnednnParity, Conv2dHandComputed) {
+TEST(OnednnFastPath, Conv2dHandComputed) {
   CpuKernelsGuard fast(CpuKernels::fast);
   const Tensor x = Tensor::from_vector({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   const Tensor w = Tensor::from_vector({1, 1, 2, 2}, {1, 2, 3, 4});
@@ -91,11 +64,11 @@ TEST(OnednnParity, Conv2dHandComputed) {
   const ops::Conv2dGrads g = ops::conv2d_backward(Tensor::full({1, 1, 2, 2}, 1.0f), x, w, true, {});
   EXPECT_TRUE(testing::allclose(g.dw, Tensor::from_vector({1, 1, 2, 2}, {12, 16, 24, 28})));
   EXPECT_TRUE(testing::allclose(g.db, Tensor::from_vector({1}, {4})));
-  EXPECT_TRUE(testing::allclose(
-      g.dx, Tensor::from_vector({1, 1, 3, 3}, {1, 3, 2, 4, 10, 6, 3, 7, 4})));
+  EXPECT_TRUE(
+      testing::allclose(g.dx, Tensor::from_vector({1, 1, 3, 3}, {1, 3, 2, 4, 10, 6, 3, 7, 4})));
 }
 
-TEST(OnednnParity, Conv2dGradcheck) {
+TEST(OnednnFastPath, Conv2dGradcheck) {
   CpuKernelsGuard fast(CpuKernels::fast);
   const ops::Conv2dParams p = conv_params(2, 1, 1, 2);
   Tensor x = testing::random_tensor({2, 4, 7, 6}, 65).set_requires_grad(true);
@@ -105,40 +78,7 @@ TEST(OnednnParity, Conv2dGradcheck) {
       [&](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], p); }, {x, w, b}));
 }
 
-TEST(OnednnParity, PoolingOpsMatchReferencePath) {
-  const Tensor x = testing::random_tensor({3, 5, 9, 8}, 71);
-  for (const ops::Pool2dParams& p :
-       {pool_params(2, 2, 0, 0, true), pool_params(3, 2, 1, 1, true),
-        pool_params(3, 2, 1, 1, false), pool_params(2, 2, 0, 1, false)}) {
-    ops::MaxPoolResult m_ref, m;
-    Tensor dmax_ref, dmax, avg_ref, avg, davg_ref, davg;
-    const Tensor dy = testing::random_tensor(
-        {3, 5, ops::pool_out_size(9, p.kernel_h, p.stride_h, p.pad_top, p.pad_bottom),
-         ops::pool_out_size(8, p.kernel_w, p.stride_w, p.pad_left, p.pad_right)},
-        72);
-    {
-      CpuKernelsGuard guard(CpuKernels::reference);
-      m_ref = ops::max_pool2d_forward(x, p);
-      dmax_ref = ops::max_pool2d_backward(dy, x, m_ref, p);
-      avg_ref = ops::avg_pool2d_forward(x, p);
-      davg_ref = ops::avg_pool2d_backward(dy, x.shape(), p);
-    }
-    {
-      CpuKernelsGuard guard(CpuKernels::fast);
-      m = ops::max_pool2d_forward(x, p);
-      EXPECT_EQ(m.indices.dtype(), DType::u8);  // the oneDNN workspace
-      dmax = ops::max_pool2d_backward(dy, x, m, p);
-      avg = ops::avg_pool2d_forward(x, p);
-      davg = ops::avg_pool2d_backward(dy, x.shape(), p);
-    }
-    EXPECT_TRUE(testing::allclose(m.y, m_ref.y, 0.0f, 0.0f));
-    EXPECT_TRUE(testing::allclose(dmax, dmax_ref, 1e-6f, 1e-5f));
-    EXPECT_TRUE(testing::allclose(avg, avg_ref, 1e-6f, 1e-5f));
-    EXPECT_TRUE(testing::allclose(davg, davg_ref, 1e-6f, 1e-5f));
-  }
-}
-
-TEST(OnednnParity, MaxPoolWorkspaceAndIndicesCrossPaths) {
+TEST(OnednnFastPath, MaxPoolWorkspaceAndIndicesCrossPaths) {
   const Tensor x = testing::random_tensor({2, 3, 6, 6}, 73);
   const Tensor dy = testing::random_tensor({2, 3, 3, 3}, 74);
   const ops::Pool2dParams p = pool_params(2, 2, 0, 0, true);
@@ -146,6 +86,7 @@ TEST(OnednnParity, MaxPoolWorkspaceAndIndicesCrossPaths) {
   {
     CpuKernelsGuard guard(CpuKernels::fast);
     fast_fwd = ops::max_pool2d_forward(x, p);
+    EXPECT_EQ(fast_fwd.indices.dtype(), DType::u8);  // the oneDNN workspace
   }
   {
     CpuKernelsGuard guard(CpuKernels::reference);
@@ -162,7 +103,7 @@ TEST(OnednnParity, MaxPoolWorkspaceAndIndicesCrossPaths) {
   EXPECT_THROW(ops::max_pool2d_backward(dy, x, bad, p), InvalidArgument);
 }
 
-TEST(OnednnParity, PoolingHandComputedAndGradcheck) {
+TEST(OnednnFastPath, PoolingHandComputedAndGradcheck) {
   CpuKernelsGuard fast(CpuKernels::fast);
   std::vector<float> v(16);
   for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i + 1);
@@ -198,27 +139,8 @@ TEST(OnednnParity, PoolingHandComputedAndGradcheck) {
       {xa}));
 }
 
-TEST(OnednnParity, LinearAndMatmulMatchReferencePathAndGradcheck) {
-  const Tensor x = testing::random_tensor({5, 33}, 81), w = testing::random_tensor({7, 33}, 82);
-  const Tensor b = testing::random_tensor({7}, 83), dy = testing::random_tensor({5, 7}, 84);
-  Tensor y_ref, y, mm_ref, mm;
-  ops::LinearGrads g_ref, g;
-  {
-    CpuKernelsGuard guard(CpuKernels::reference);
-    y_ref = ops::linear_forward(x, w, b);
-    g_ref = ops::linear_backward(dy, x, w, true);
-    mm_ref = ops::matmul(w, x, false, true);
-  }
-  CpuKernelsGuard guard(CpuKernels::fast);
-  y = ops::linear_forward(x, w, b);
-  g = ops::linear_backward(dy, x, w, true);
-  mm = ops::matmul(w, x, false, true);
-  EXPECT_TRUE(testing::allclose(y, y_ref, 1e-4f, 1e-4f));
-  EXPECT_TRUE(testing::allclose(g.dx, g_ref.dx, 1e-4f, 1e-4f));
-  EXPECT_TRUE(testing::allclose(g.dw, g_ref.dw, 1e-4f, 1e-4f));
-  EXPECT_TRUE(testing::allclose(g.db, g_ref.db, 1e-4f, 1e-4f));
-  EXPECT_TRUE(testing::allclose(mm, mm_ref, 1e-4f, 1e-4f));
-
+TEST(OnednnFastPath, LinearHandComputedAndGradcheck) {
+  CpuKernelsGuard fast(CpuKernels::fast);
   const Tensor x1 = Tensor::from_vector({1, 2}, {1, 2});
   const Tensor w1 = Tensor::from_vector({2, 2}, {1, 1, 3, -1});
   EXPECT_TRUE(testing::allclose(ops::linear_forward(x1, w1, Tensor::from_vector({2}, {0.5f, 0})),
@@ -228,50 +150,13 @@ TEST(OnednnParity, LinearAndMatmulMatchReferencePathAndGradcheck) {
   Tensor bg = testing::random_tensor({4}, 87).set_requires_grad(true);
   EXPECT_TRUE(testing::gradcheck(
       [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); }, {xg, wg, bg}));
-  EXPECT_TRUE(testing::gradcheck(
-      [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-      {xg, testing::random_tensor({6, 2}, 88).set_requires_grad(true)}));
+  EXPECT_TRUE(testing::gradcheck([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                                 {xg, testing::random_tensor({6, 2}, 88).set_requires_grad(true)}));
 }
 
-TEST(OnednnParity, NormOpsMatchReferencePathAndGradcheck) {
-  const Tensor x = testing::random_tensor({3, 4, 5, 6}, 91, -1.0f, 2.0f);
-  const Tensor gamma = testing::random_tensor({4}, 92, 0.5f, 1.5f);
-  const Tensor beta = testing::random_tensor({4}, 93), dy = testing::random_tensor(x.shape(), 94);
-  for (bool training : {true, false}) {
-    Tensor rm_ref = Tensor::zeros({4}), rv_ref = Tensor::full({4}, 1.0f);
-    Tensor rm = rm_ref.clone(), rv = rv_ref.clone();
-    ops::BatchNormResult r_ref, r;
-    ops::BatchNormGrads g_ref, g;
-    {
-      CpuKernelsGuard guard(CpuKernels::reference);
-      r_ref = ops::batch_norm_forward(x, gamma, beta, rm_ref, rv_ref, training, 0.1f, 1e-5f);
-      g_ref = ops::batch_norm_backward(dy, x, gamma, r_ref, training);
-    }
-    {
-      CpuKernelsGuard guard(CpuKernels::fast);
-      r = ops::batch_norm_forward(x, gamma, beta, rm, rv, training, 0.1f, 1e-5f);
-      g = ops::batch_norm_backward(dy, x, gamma, r, training);
-    }
-    EXPECT_TRUE(testing::allclose(r.y, r_ref.y, 1e-4f, 1e-4f));
-    EXPECT_TRUE(testing::allclose(rm, rm_ref, 1e-5f, 1e-4f));
-    EXPECT_TRUE(testing::allclose(rv, rv_ref, 1e-5f, 1e-4f));
-    EXPECT_TRUE(testing::allclose(g.dx, g_ref.dx, 1e-4f, 1e-3f));
-    EXPECT_TRUE(testing::allclose(g.dgamma, g_ref.dgamma, 1e-4f, 1e-4f));
-    EXPECT_TRUE(testing::allclose(g.dbeta, g_ref.dbeta, 1e-4f, 1e-4f));
-  }
+TEST(OnednnFastPath, NormOpsHandComputedAndGradcheck) {
+  CpuKernelsGuard fast(CpuKernels::fast);
   const ops::LrnParams lp{5, 0.5f, 0.75f, 2.0f};
-  Tensor lrn_ref, lrn_fast, dlrn_ref, dlrn_fast;
-  {
-    CpuKernelsGuard guard(CpuKernels::reference);
-    lrn_ref = ops::lrn_forward(x, lp);
-    dlrn_ref = ops::lrn_backward(dy, x, lrn_ref, lp);
-  }
-  CpuKernelsGuard guard(CpuKernels::fast);
-  lrn_fast = ops::lrn_forward(x, lp);
-  dlrn_fast = ops::lrn_backward(dy, x, lrn_fast, lp);
-  EXPECT_TRUE(testing::allclose(lrn_fast, lrn_ref, 1e-5f, 1e-4f));
-  EXPECT_TRUE(testing::allclose(dlrn_fast, dlrn_ref, 1e-5f, 1e-4f));
-
   // Two values per channel: y = -1, 1 whatever they are; LRN of a lone channel by hand.
   Tensor rm = Tensor::zeros({1}), rv = Tensor::full({1}, 1.0f);
   EXPECT_TRUE(testing::allclose(
@@ -298,11 +183,11 @@ TEST(OnednnParity, NormOpsMatchReferencePathAndGradcheck) {
         {xg, gg, bg}));
   }
   Tensor xl = testing::random_tensor({2, 6, 2, 3}, 98, -2.0f, 2.0f).set_requires_grad(true);
-  EXPECT_TRUE(testing::gradcheck(
-      [lp](const std::vector<Tensor>& in) { return lrn(in[0], lp); }, {xl}));
+  EXPECT_TRUE(
+      testing::gradcheck([lp](const std::vector<Tensor>& in) { return lrn(in[0], lp); }, {xl}));
 }
 
-TEST(OnednnParity, BadArgumentsThrowOnTheFastPath) {
+TEST(OnednnFastPath, BadArgumentsThrow) {
   CpuKernelsGuard fast(CpuKernels::fast);
   const Tensor x = testing::random_tensor({1, 4, 5, 5}, 99);
   EXPECT_THROW(ops::conv2d_forward(x, testing::random_tensor({2, 3, 3, 3}, 1), Tensor(), {}),
@@ -312,12 +197,12 @@ TEST(OnednnParity, BadArgumentsThrowOnTheFastPath) {
                                    testing::random_tensor({4, 5}, 3), Tensor()),
                InvalidArgument);
   Tensor rm = Tensor::zeros({3}), rv = Tensor::full({3}, 1.0f);
-  EXPECT_THROW(ops::batch_norm_forward(x, Tensor::full({3}, 1.0f), Tensor::zeros({3}), rm, rv,
-                                       true, 0.1f, 1e-5f),
+  EXPECT_THROW(ops::batch_norm_forward(x, Tensor::full({3}, 1.0f), Tensor::zeros({3}), rm, rv, true,
+                                       0.1f, 1e-5f),
                InvalidArgument);
 }
 
-TEST(OnednnParity, ResultsAreReproducibleCallToCall) {
+TEST(OnednnFastPath, ResultsAreReproducibleCallToCall) {
   CpuKernelsGuard fast(CpuKernels::fast);
   const Tensor x = testing::random_tensor({4, 8, 12, 12}, 101);
   const Tensor w = testing::random_tensor({16, 8, 3, 3}, 102);
@@ -353,7 +238,7 @@ TEST(OnednnPrimitiveCache, RepeatedShapesHitAndTheLruEvicts) {
 
 #else
 
-TEST(OnednnParity, SkippedWithoutOnednn) { GTEST_SKIP() << "this build has no oneDNN"; }
+TEST(OnednnFastPath, SkippedWithoutOnednn) { GTEST_SKIP() << "this build has no oneDNN"; }
 
 #endif
 
