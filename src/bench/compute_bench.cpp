@@ -65,22 +65,22 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   if (c.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
   const ops::ContextGuard context(ops::Context{
       c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast, c.threads});
-  models::Model model = models::build_model(c.model);
-  nn::initialize(*model.net, c.seed);
+  std::shared_ptr<models::Model> model = models::build_model(c.model);
+  nn::initialize(*model, c.seed);
   const Device device = parse_device(c.device);
-  model.net->to(device);
+  model->to(device);
   optim::OptimizerConfig oc = optim::optimizer_defaults(c.optimizer);
   oc.lr = 1e-4f;
-  train::Step train_step(model, oc, nullptr, c.seed);
+  train::Step train_step(*model, oc, nullptr, c.seed);
 
   Shape in_shape{c.batch_size};
-  for (std::int64_t d : model.spec.input) in_shape.push_back(d);
+  for (std::int64_t d : model->spec().input) in_shape.push_back(d);
   Tensor x = Tensor::empty(in_shape);
   RandomStream rng(c.seed, 0xbe);
   for (std::int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform();
   std::vector<std::int32_t> labels(static_cast<std::size_t>(c.batch_size));
   const std::int64_t classes =
-      model.spec.task == models::Task::classification ? model.spec.outputs : 2;
+      model->spec().task == models::Task::classification ? model->spec().outputs : 2;
   for (auto& l : labels)
     l = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(classes)));
   x = x.to(device);
@@ -89,19 +89,19 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   ComputeBenchResult r;
   r.config = c;
   r.threads_used = ops::num_threads();
-  r.forward_flops_per_sample = model.net->flops(model.spec.input);
+  r.forward_flops_per_sample = model->flops(model->spec().input);
 
   std::int64_t step = 0;
-  model.net->train(true);
+  model->train(true);
   const std::vector<double> train_ms = time_ms(c.warmup, c.steps, [&] {
     const Tensor loss = train_step.run(x, y, step, static_cast<std::uint64_t>(step));
     ++step;
     (void)loss.item();
   });
-  model.net->train(false);
+  model->train(false);
   const std::vector<double> infer_ms = time_ms(c.warmup, c.steps, [&] {
     autograd::NoGradGuard no_grad;
-    (void)model.net->forward(x).to_vector();
+    (void)model->forward(x).to_vector();
   });
 
   const double batch = static_cast<double>(c.batch_size);

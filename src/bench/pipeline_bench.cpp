@@ -58,11 +58,11 @@ nlohmann::json PipelineBenchResult::to_json() const {
 PipelineBenchResult run_pipeline_bench(const PipelineBenchConfig& cfg) {
   if (cfg.images < 1) EPOCH_THROW(ConfigError, "--images must be at least 1");
   if (cfg.workers < 0) EPOCH_THROW(ConfigError, "--workers must be >= 0");
-  const models::Model model = models::build_model(cfg.model);
+  const std::shared_ptr<models::Model> model = models::build_model(cfg.model);
   const train::TrainConfig tc = data_config(cfg.model, cfg.data, 0);  // no cache: decode every time
-  const train::TrainingData data = train::open_training_data(tc, model.spec, true);
+  const train::TrainingData data = train::open_training_data(tc, model->spec(), true);
   const data::SampleSource& source = *data.train;
-  const data::Preprocessing pre = train::preprocessing_for(tc, model.spec);
+  const data::Preprocessing pre = train::preprocessing_for(tc, model->spec());
   const data::AugmentConfig augment = cfg.augment ? tc.augment : data::AugmentConfig{};
   const data::AugmentConfig* aug = augment.enabled() ? &augment : nullptr;
   const data::DecodeOptions hint = data::decode_hint(pre, aug);
@@ -174,10 +174,10 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   train::TrainConfig tc = data_config(cfg.model, cfg.data, cfg.cache_mib);
   tc.workers = cfg.workers;
   tc.batch_size = cfg.batch_size;
-  models::Model model = models::build_model(cfg.model);
-  const train::TrainingData data = train::open_training_data(tc, model.spec, true);
+  std::shared_ptr<models::Model> model = models::build_model(cfg.model);
+  const train::TrainingData data = train::open_training_data(tc, model->spec(), true);
   const data::SampleSource& source = *data.train;
-  const data::Preprocessing pre = train::preprocessing_for(tc, model.spec);
+  const data::Preprocessing pre = train::preprocessing_for(tc, model->spec());
   r.dataset_images = source.size();
   r.workers_used =
       train::resolve_workers(tc, data, parse_device(cfg.device).is_cuda() ? 1 : r.threads_used);
@@ -197,9 +197,9 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   if (folder) r.cached_images = folder->cached_images();
 
   const Device device = parse_device(cfg.device);
-  nn::initialize(*model.net, cfg.seed);
-  model.net->to(device);
-  train::Step train_step(model, tc.optimizer, nullptr, cfg.seed);
+  nn::initialize(*model, cfg.seed);
+  model->to(device);
+  train::Step train_step(*model, tc.optimizer, nullptr, cfg.seed);
   data::LoaderConfig lc;
   lc.batch_size = cfg.batch_size;
   lc.workers = r.workers_used;
@@ -209,7 +209,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   data::Loader loader(source, pre, tc.augment, lc, &warnings);
   std::int64_t epoch = 0;
   loader.start_epoch(epoch, data::epoch_order(source.size(), cfg.seed, epoch, true));
-  model.net->train(true);
+  model->train(true);
   double wait = 0, fwd = 0, bwd = 0, opt = 0, total = 0;
   std::int64_t images = 0;
   for (int step = 0; step < cfg.warmup + cfg.steps; ++step) {

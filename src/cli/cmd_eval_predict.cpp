@@ -34,28 +34,28 @@ int run_eval(const EvalOptions& o) {
   }
   if (o.limit > 0) c.limit_test = o.limit;
   const std::unique_ptr<data::SampleSource> source =
-      train::open_evaluation_data(c, t.model.spec, t.class_names);
+      train::open_evaluation_data(c, t.model->spec(), t.class_names);
   data::LoaderConfig config;
   config.batch_size =
-      o.batch_size > 0 ? o.batch_size : train::auto_eval_batch_size(t.model.spec, c.batch_size);
+      o.batch_size > 0 ? o.batch_size : train::auto_eval_batch_size(t.model->spec(), c.batch_size);
   config.workers = c.workers >= 0 ? c.workers : 0;
   config.on_bad_image = c.on_bad_image;
   Warnings warnings(stderr);
   data::Loader loader(*source, t.preprocessing, std::nullopt, config, &warnings);
-  const train::EvalResult r =
-      train::evaluate(*t.model.net, t.model.spec.task, loader, source->size());
+  const train::EvalResult r = train::evaluate(*t.model, loader, source->size());
   if (o.json) {
     nlohmann::json j{{"checkpoint", o.checkpoint},
-                     {"model", t.model.spec.name},
+                     {"model", t.model->spec().name},
                      {"samples", r.count},
                      {"test_loss", r.loss}};
     j["test_accuracy"] = r.accuracy >= 0 ? nlohmann::json(r.accuracy) : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump().c_str());
   } else if (r.accuracy >= 0) {
-    std::printf("%s on %lld test samples: accuracy %.2f%%, loss %.4f\n", t.model.spec.name.c_str(),
-                static_cast<long long>(r.count), 100.0 * r.accuracy, r.loss);
+    std::printf("%s on %lld test samples: accuracy %.2f%%, loss %.4f\n",
+                t.model->spec().name.c_str(), static_cast<long long>(r.count), 100.0 * r.accuracy,
+                r.loss);
   } else {
-    std::printf("%s on %lld test samples: loss %.5f\n", t.model.spec.name.c_str(),
+    std::printf("%s on %lld test samples: loss %.5f\n", t.model->spec().name.c_str(),
                 static_cast<long long>(r.count), r.loss);
   }
   return 0;

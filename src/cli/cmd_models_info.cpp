@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -21,18 +20,22 @@ namespace {
 int run_models(bool json) {
   nlohmann::json all = nlohmann::json::array();
   if (!json)
-    std::printf("%-14s %-12s %12s %14s  %-14s %s\n", "name", "input", "parameters",
-                "MFLOP/sample", "task", "description");
+    std::printf("%-14s %-12s %12s %14s  %-14s %s\n", "name", "input", "parameters", "MFLOP/sample",
+                "task", "description");
   for (const models::ModelSpec& spec : models::model_specs()) {
-    const models::Model m = models::build_model(spec.name);
-    const std::int64_t params = m.net->parameter_count();
-    const std::int64_t flops = m.net->flops(spec.input);
+    const std::shared_ptr<models::Model> m = models::build_model(spec.name);
+    const std::int64_t params = m->parameter_count();
+    const std::int64_t flops = m->flops(spec.input);
     const std::string input = std::to_string(spec.input[0]) + "x" + std::to_string(spec.input[1]) +
                               "x" + std::to_string(spec.input[2]);
     if (json) {
-      all.push_back({{"name", spec.name}, {"input", spec.input}, {"parameters", params},
-                     {"forward_flops_per_sample", flops}, {"task", models::task_name(spec.task)},
-                     {"outputs", spec.outputs}, {"description", spec.summary}});
+      all.push_back({{"name", spec.name},
+                     {"input", spec.input},
+                     {"parameters", params},
+                     {"forward_flops_per_sample", flops},
+                     {"task", models::task_name(spec.task)},
+                     {"outputs", spec.outputs},
+                     {"description", spec.summary}});
     } else {
       std::printf("%-14s %-12s %12lld %14.2f  %-14s %s\n", spec.name.c_str(), input.c_str(),
                   static_cast<long long>(params), static_cast<double>(flops) / 1e6,
@@ -64,18 +67,25 @@ int run_info(bool json) {
   if (__builtin_cpu_supports("avx512vnni")) features.emplace_back("avx512vnni");
   nlohmann::json gpus = nlohmann::json::array();
   for (const CudaDeviceInfo& d : memory::cuda_devices())
-    gpus.push_back({{"name", d.name}, {"memory_gib", static_cast<double>(d.total_bytes) / (1u << 30)},
-                    {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
-                    {"multiprocessors", d.multiprocessors}});
-  nlohmann::json j{{"version", EPOCH_VERSION},
-                   {"build", {{"cuda", EPOCH_WITH_CUDA == 1}, {"onednn", ops::onednn_available()},
-                              {"compiler", __VERSION__}}},
-                   {"cpu", {{"model", cpu_model_name()}, {"features", features},
-                            {"logical_cores", omp_get_num_procs()}}},
-                   {"threads", ops::num_threads()},
-                   {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : ""},
-                   {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
-                   {"gpus", gpus}};
+    gpus.push_back(
+        {{"name", d.name},
+         {"memory_gib", static_cast<double>(d.total_bytes) / (1u << 30)},
+         {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+         {"multiprocessors", d.multiprocessors}});
+  nlohmann::json j{
+      {"version", EPOCH_VERSION},
+      {"build",
+       {{"cuda", EPOCH_WITH_CUDA == 1},
+        {"onednn", ops::onednn_available()},
+        {"compiler", __VERSION__}}},
+      {"cpu",
+       {{"model", cpu_model_name()},
+        {"features", features},
+        {"logical_cores", omp_get_num_procs()}}},
+      {"threads", ops::num_threads()},
+      {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : ""},
+      {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
+      {"gpus", gpus}};
   if (json) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -96,7 +106,8 @@ int run_info(bool json) {
   for (const auto& g : gpus)
     std::printf("gpu:      %s, %.0f GiB, compute capability %s, %d SMs\n",
                 g["name"].get<std::string>().c_str(), g["memory_gib"].get<double>(),
-                g["compute_capability"].get<std::string>().c_str(), g["multiprocessors"].get<int>());
+                g["compute_capability"].get<std::string>().c_str(),
+                g["multiprocessors"].get<int>());
   return 0;
 }
 

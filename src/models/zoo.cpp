@@ -2,6 +2,8 @@
 // the loss and in prediction); classifiers end in logits.
 #include "epoch/models/zoo.h"
 
+#include <map>
+
 #include "epoch/autograd/functions.h"
 #include "epoch/nn/layers.h"
 
@@ -12,126 +14,136 @@ using nn::Activation;
 using nn::Conv2d;
 using nn::Linear;
 using nn::Pool2d;
-using nn::Sequential;
 
-std::shared_ptr<Act> relu_layer() { return std::make_shared<Act>(Activation::relu); }
+/// Adds layers to a LayerStack under numbered names by kind: conv1, conv2, relu1, fc1, ...
+class Layers {
+ public:
+  explicit Layers(LayerStack& stack) : stack_(stack) {}
+  Layers& add(const std::string& kind, std::shared_ptr<nn::Module> layer) {
+    stack_.add(kind + std::to_string(++count_[kind]), std::move(layer));
+    return *this;
+  }
+  Layers& conv(std::shared_ptr<nn::Module> c) { return add("conv", std::move(c)); }
+  Layers& relu() { return add("relu", std::make_shared<Act>(Activation::relu)); }
+  Layers& pool(std::shared_ptr<nn::Module> p) { return add("pool", std::move(p)); }
+  Layers& fc(std::int64_t in, std::int64_t out) {
+    return add("fc", std::make_shared<Linear>(in, out));
+  }
+  Layers& dropout(float p) { return add("dropout", std::make_shared<nn::Dropout>(p)); }
+  Layers& flatten() {
+    stack_.add("flatten", std::make_shared<nn::Flatten>());
+    return *this;
+  }
 
-std::shared_ptr<Sequential> fmnist_cnn() {
-  auto s = std::make_shared<Sequential>();
-  s->add(Conv2d::same(1, 32, 3)).add(relu_layer()).add(Pool2d::max(2));
-  s->add(Conv2d::same(32, 64, 3)).add(relu_layer()).add(Pool2d::max(2));
-  s->add(std::make_shared<nn::Flatten>());
-  s->add(std::make_shared<Linear>(3136, 128)).add(relu_layer());
-  s->add(std::make_shared<Linear>(128, 10));
-  return s;
+ private:
+  LayerStack& stack_;
+  std::map<std::string, int> count_;
+};
+
+void fmnist_cnn(Layers& l) {
+  l.conv(Conv2d::same(1, 32, 3)).relu().pool(Pool2d::max(2));
+  l.conv(Conv2d::same(32, 64, 3)).relu().pool(Pool2d::max(2));
+  l.flatten().fc(3136, 128).relu().fc(128, 10);
 }
 
-std::shared_ptr<Sequential> autoencoder() {
-  auto s = std::make_shared<Sequential>();
-  s->add(std::make_shared<nn::Flatten>());
-  s->add(std::make_shared<Linear>(784, 256)).add(relu_layer());
-  s->add(std::make_shared<Linear>(256, 64)).add(relu_layer());
-  s->add(std::make_shared<Linear>(64, 256)).add(relu_layer());
-  s->add(std::make_shared<Linear>(256, 784)).add(std::make_shared<Act>(Activation::sigmoid));
-  return s;
+void autoencoder(Layers& l) {
+  l.flatten();
+  l.add("encode", std::make_shared<Linear>(784, 256)).relu();
+  l.add("encode", std::make_shared<Linear>(256, 64)).relu();
+  l.add("decode", std::make_shared<Linear>(64, 256)).relu();
+  l.add("decode", std::make_shared<Linear>(256, 784));
+  l.add("sigmoid", std::make_shared<Act>(Activation::sigmoid));
 }
 
-std::shared_ptr<Sequential> catdog() {
-  auto s = std::make_shared<Sequential>();
-  s->add(Conv2d::valid(3, 32, 3)).add(relu_layer()).add(Pool2d::max(2));
-  s->add(Conv2d::valid(32, 32, 3)).add(relu_layer()).add(Pool2d::max(2));
-  s->add(std::make_shared<nn::Flatten>());
-  s->add(std::make_shared<Linear>(6272, 128)).add(relu_layer());
-  s->add(std::make_shared<Linear>(128, 1));
-  return s;
+void catdog(Layers& l) {
+  l.conv(Conv2d::valid(3, 32, 3)).relu().pool(Pool2d::max(2));
+  l.conv(Conv2d::valid(32, 32, 3)).relu().pool(Pool2d::max(2));
+  l.flatten().fc(6272, 128).relu().fc(128, 1);
 }
 
-std::shared_ptr<Sequential> catdog_wide() {
-  auto s = std::make_shared<Sequential>();
+void catdog_wide(Layers& l) {
   std::int64_t in = 3;
   for (int i = 0; i < 4; ++i) {
-    s->add(Conv2d::valid(in, 64, 3)).add(relu_layer()).add(Pool2d::max(2));
+    l.conv(Conv2d::valid(in, 64, 3)).relu().pool(Pool2d::max(2));
     in = 64;
   }
-  s->add(std::make_shared<nn::Flatten>());
-  s->add(std::make_shared<Linear>(2304, 128)).add(relu_layer());
-  s->add(std::make_shared<nn::Dropout>(0.5f));
-  s->add(std::make_shared<Linear>(128, 1));
-  return s;
+  l.flatten().fc(2304, 128).relu().dropout(0.5f).fc(128, 1);
 }
 
-std::shared_ptr<Sequential> deep_cnn() {
-  auto s = std::make_shared<Sequential>();
+void deep_cnn(Layers& l) {
   std::int64_t in = 3;
   for (int i = 1; i <= 32; ++i) {
-    s->add(Conv2d::same(in, 64, 3)).add(relu_layer());
+    l.conv(Conv2d::same(in, 64, 3)).relu();
     in = 64;
-    if (i % 8 == 0) s->add(Pool2d::max(2));
+    if (i % 8 == 0) l.pool(Pool2d::max(2));
   }
-  s->add(std::make_shared<nn::Flatten>());
-  s->add(std::make_shared<Linear>(1024, 128)).add(relu_layer());
-  s->add(std::make_shared<Linear>(128, 1));
-  return s;
+  l.flatten().fc(1024, 128).relu().fc(128, 1);
 }
 
-std::shared_ptr<Sequential> cifar10_keras() {
-  auto s = std::make_shared<Sequential>();
-  s->add(Conv2d::same(3, 32, 3)).add(relu_layer());
-  s->add(Conv2d::valid(32, 32, 3)).add(relu_layer()).add(Pool2d::max(2));
-  s->add(std::make_shared<nn::Dropout>(0.25f));
-  s->add(Conv2d::same(32, 64, 3)).add(relu_layer());
-  s->add(Conv2d::valid(64, 64, 3)).add(relu_layer()).add(Pool2d::max(2));
-  s->add(std::make_shared<nn::Dropout>(0.25f));
-  s->add(std::make_shared<nn::Flatten>());
-  s->add(std::make_shared<Linear>(2304, 512)).add(relu_layer());
-  s->add(std::make_shared<nn::Dropout>(0.5f));
-  s->add(std::make_shared<Linear>(512, 10));
-  return s;
+void cifar10_keras(Layers& l) {
+  l.conv(Conv2d::same(3, 32, 3)).relu();
+  l.conv(Conv2d::valid(32, 32, 3)).relu().pool(Pool2d::max(2)).dropout(0.25f);
+  l.conv(Conv2d::same(32, 64, 3)).relu();
+  l.conv(Conv2d::valid(64, 64, 3)).relu().pool(Pool2d::max(2)).dropout(0.25f);
+  l.flatten().fc(2304, 512).relu().dropout(0.5f).fc(512, 10);
 }
 
-std::shared_ptr<Sequential> cifar10_tf() {
+void cifar10_tf(Layers& l) {
   ops::LrnParams lrn;  // TensorFlow's depth radius 4, bias 1, alpha 0.001/9, beta 0.75
   lrn.size = 9;
   lrn.alpha = 0.001f;
   lrn.beta = 0.75f;
   lrn.k = 1.0f;
-  auto s = std::make_shared<Sequential>();
-  s->add(Conv2d::same(3, 64, 5)).add(relu_layer()).add(Pool2d::max_same(3, 2, 24, 24));
-  s->add(std::make_shared<nn::Lrn>(lrn));
-  s->add(Conv2d::same(64, 64, 5)).add(relu_layer()).add(std::make_shared<nn::Lrn>(lrn));
-  s->add(Pool2d::max_same(3, 2, 12, 12));
-  s->add(std::make_shared<nn::Flatten>());
-  s->add(std::make_shared<Linear>(2304, 384)).add(relu_layer());
-  s->add(std::make_shared<Linear>(384, 192)).add(relu_layer());
-  s->add(std::make_shared<Linear>(192, 10));
-  return s;
+  l.conv(Conv2d::same(3, 64, 5)).relu().pool(Pool2d::max_same(3, 2, 24, 24));
+  l.add("norm", std::make_shared<nn::Lrn>(lrn));
+  l.conv(Conv2d::same(64, 64, 5)).relu().add("norm", std::make_shared<nn::Lrn>(lrn));
+  l.pool(Pool2d::max_same(3, 2, 12, 12));
+  l.flatten().fc(2304, 384).relu().fc(384, 192).relu().fc(192, 10);
 }
 
 struct Entry {
   ModelSpec spec;
-  std::shared_ptr<Sequential> (*build)();
+  void (*build)(Layers&);
 };
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> all = {
-      {{"fmnist-cnn", "2 conv + 2 dense, Fashion-MNIST (the default)", {1, 28, 28}, 10,
+      {{"fmnist-cnn",
+        "2 conv + 2 dense, Fashion-MNIST (the default)",
+        {1, 28, 28},
+        10,
         Task::classification},
        fmnist_cnn},
-      {{"autoencoder", "784-256-64-256-784 dense autoencoder, MSE", {1, 28, 28}, 784,
+      {{"autoencoder",
+        "784-256-64-256-784 dense autoencoder, MSE",
+        {1, 28, 28},
+        784,
         Task::reconstruction},
        autoencoder},
       {{"catdog", "cats-vs-dogs: 2 conv/pool + dense, 64x64", {3, 64, 64}, 1, Task::binary},
        catdog},
-      {{"catdog-wide", "cats-vs-dogs: 4 conv/pool of 64 + dropout, 128x128", {3, 128, 128}, 1,
+      {{"catdog-wide",
+        "cats-vs-dogs: 4 conv/pool of 64 + dropout, 128x128",
+        {3, 128, 128},
+        1,
         Task::binary},
        catdog_wide},
-      {{"deep-cnn", "32 plain 3x3 convs of 64 (a throughput test), 64x64", {3, 64, 64}, 1,
+      {{"deep-cnn",
+        "32 plain 3x3 convs of 64 (a throughput test), 64x64",
+        {3, 64, 64},
+        1,
         Task::binary},
        deep_cnn},
-      {{"cifar10-keras", "Keras CIFAR-10 example CNN, 32x32", {3, 32, 32}, 10,
+      {{"cifar10-keras",
+        "Keras CIFAR-10 example CNN, 32x32",
+        {3, 32, 32},
+        10,
         Task::classification},
        cifar10_keras},
-      {{"cifar10-tf", "TensorFlow CIFAR-10 tutorial CNN with LRN, 24x24 crops", {3, 24, 24}, 10,
+      {{"cifar10-tf",
+        "TensorFlow CIFAR-10 tutorial CNN with LRN, 24x24 crops",
+        {3, 24, 24},
+        10,
         Task::classification},
        cifar10_tf},
   };
@@ -170,14 +182,54 @@ const ModelSpec& find_model(const std::string& name) {
   EPOCH_THROW(ConfigError, "unknown model '", name, "' (valid: ", valid, ")");
 }
 
-Model build_model(const std::string& name) {
+LayerStack& LayerStack::add(const std::string& name, std::shared_ptr<nn::Module> layer) {
+  EPOCH_CHECK(!name.empty() && name.find('.') == std::string::npos,
+              "layer names are non-empty and hold no '.': '", name, "'");
+  for (const auto& [existing, child] : children())
+    EPOCH_CHECK(existing != name, spec().name, ": a layer named '", name, "' is already here");
+  register_module(name, std::move(layer));
+  return *this;
+}
+
+Tensor LayerStack::forward(const Tensor& x) {
+  Tensor h = x;
+  for (const auto& [name, layer] : children()) h = layer->forward(h);
+  return h;
+}
+
+Shape LayerStack::output_shape(const Shape& input) const {
+  Shape s = input;
+  for (const auto& [name, layer] : children()) s = layer->output_shape(s);
+  return s;
+}
+
+std::int64_t LayerStack::flops(const Shape& input) const {
+  std::int64_t total = 0;
+  Shape s = input;
+  for (const auto& [name, layer] : children()) {
+    total += layer->flops(s);
+    s = layer->output_shape(s);
+  }
+  return total;
+}
+
+Tensor Model::loss(const Tensor& output, const Tensor& x, const Tensor& labels) const {
+  return task_loss(spec_.task, output, x, labels);
+}
+
+std::shared_ptr<Model> build_model(const std::string& name) {
   const ModelSpec& spec = find_model(name);
   for (const Entry& e : entries())
-    if (e.spec.name == name) return Model{spec, e.build()};
+    if (e.spec.name == name) {
+      auto model = std::make_shared<LayerStack>(spec);
+      Layers layers(*model);
+      e.build(layers);
+      return model;
+    }
   EPOCH_THROW(ConfigError, "unknown model '", name, "'");
 }
 
-Tensor model_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels) {
+Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels) {
   switch (task) {
     case Task::classification:
       return softmax_cross_entropy(output, labels);

@@ -29,7 +29,8 @@ void Module::register_module(const std::string& name, std::shared_ptr<Module> mo
 }
 
 void Module::collect(const std::string& prefix, bool params, NamedTensors& out) const {
-  for (const auto& [name, t] : params ? params_ : buffers_) out.emplace_back(join(prefix, name), *t);
+  for (const auto& [name, t] : params ? params_ : buffers_)
+    out.emplace_back(join(prefix, name), *t);
   for (const auto& [name, child] : children_) child->collect(join(prefix, name), params, out);
 }
 
@@ -73,7 +74,8 @@ void Module::set_step_seed_at(const std::string& path, std::uint64_t seed, std::
 
 void Module::rebind(const std::function<Tensor(const std::string&, const Tensor&)>& visit_param,
                     const std::function<Tensor(const std::string&, const Tensor&)>& visit_buffer) {
-  std::function<void(Module&, const std::string&)> walk = [&](Module& m, const std::string& prefix) {
+  std::function<void(Module&, const std::string&)> walk = [&](Module& m,
+                                                              const std::string& prefix) {
     for (auto& [name, t] : m.params_) *t = visit_param(join(prefix, name), *t);
     for (auto& [name, t] : m.buffers_) *t = visit_buffer(join(prefix, name), *t);
     for (auto& [name, child] : m.children_) walk(*child, join(prefix, name));
@@ -92,8 +94,21 @@ void Module::to(Device device) {
       [&](const std::string&, const Tensor& t) { return t.to(device); });
 }
 
+std::vector<Tensor> Module::apply(const std::vector<Tensor>& inputs) {
+  EPOCH_CHECK(inputs.size() == 1, describe(), " takes one input, got ", inputs.size());
+  return {forward(inputs[0])};
+}
+
 Sequential& Sequential::add(std::shared_ptr<Module> module) {
-  register_module(std::to_string(children().size()), std::move(module));
+  return add(std::to_string(children().size()), std::move(module));
+}
+
+Sequential& Sequential::add(const std::string& name, std::shared_ptr<Module> module) {
+  EPOCH_CHECK(!name.empty() && name.find('.') == std::string::npos,
+              "module names are non-empty and hold no '.': '", name, "'");
+  for (const auto& [existing, child] : children())
+    EPOCH_CHECK(existing != name, "a module named '", name, "' is already here");
+  register_module(name, std::move(module));
   return *this;
 }
 

@@ -3,7 +3,9 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
+#include "epoch/models/zoo.h"
 #include "epoch/tensor/warnings.h"
 
 namespace epoch::train {
@@ -35,7 +37,49 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
   save_safetensors(path, tensors, metadata);
 }
 
-void check_checkpoint_format(const SafetensorsFile& file) {
+void upgrade_checkpoint(SafetensorsFile& file) {
+  auto format = file.metadata.find("format");
+  auto model_name = file.metadata.find("model");
+  if (format == file.metadata.end() || format->second != kPositionalCheckpointFormat ||
+      model_name == file.metadata.end())
+    return;
+  std::shared_ptr<models::Model> model;
+  try {
+    model = models::build_model(model_name->second);
+  } catch (const ConfigError&) {
+    return;  // not a zoo model: reported when the model is built
+  }
+  // Format 1 named each parameter by its layer's position: "0.weight" for "conv1.weight".
+  std::vector<std::pair<std::string, std::string>> renames;  // (".0.weight", ".conv1.weight")
+  const auto& layers = model->children();
+  for (const auto& [path, t] : model->state()) {
+    const std::string layer = path.substr(0, path.find('.'));
+    for (std::size_t i = 0; i < layers.size(); ++i)
+      if (layers[i].first == layer)
+        renames.emplace_back("." + std::to_string(i) + path.substr(layer.size()), "." + path);
+  }
+  const auto renamed = [&](const std::string& name) {
+    for (const auto& [old_suffix, new_suffix] : renames)
+      if (name.size() >= old_suffix.size() &&
+          name.compare(name.size() - old_suffix.size(), old_suffix.size(), old_suffix) == 0)
+        return name.substr(0, name.size() - old_suffix.size()) + new_suffix;
+    return name;
+  };
+  for (NamedTensor& nt : file.tensors) nt.name = renamed(nt.name);
+  if (auto config = file.metadata.find("config"); config != file.metadata.end()) {
+    nlohmann::json j = nlohmann::json::parse(config->second, nullptr, false);
+    if (j.is_object() && j.contains("optimizer") && j["optimizer"].is_object() &&
+        j["optimizer"].contains("decay_only") && j["optimizer"]["decay_only"].is_array()) {
+      for (nlohmann::json& prefix : j["optimizer"]["decay_only"])
+        if (prefix.is_string()) prefix = renamed("." + prefix.get<std::string>()).substr(1);
+      config->second = j.dump();
+    }
+  }
+  format->second = kCheckpointFormat;
+}
+
+void check_checkpoint_format(SafetensorsFile& file) {
+  upgrade_checkpoint(file);
   auto it = file.metadata.find("format");
   if (it == file.metadata.end() || it->second != kCheckpointFormat)
     EPOCH_THROW(IoError, file.source, ": not an epoch checkpoint (metadata 'format' is not ",

@@ -23,18 +23,19 @@ Tensor output_probabilities(models::Task task, const Tensor& output) {
   return probs;
 }
 
-EvalResult evaluate(nn::Module& net, models::Task task, const data::ImageDataset& dataset,
+EvalResult evaluate(models::Model& model, const data::ImageDataset& dataset,
                     const data::Preprocessing& pre, std::int64_t batch_size) {
   data::MemorySource source(dataset);
   data::LoaderConfig config;
   config.batch_size = batch_size;
   data::Loader loader(source, pre, std::nullopt, config, nullptr);
-  return evaluate(net, task, loader, source.size());
+  return evaluate(model, loader, source.size());
 }
 
-EvalResult evaluate(nn::Module& net, models::Task task, data::Loader& loader,
-                    std::int64_t num_samples) {
+EvalResult evaluate(models::Model& model, data::Loader& loader, std::int64_t num_samples) {
   autograd::NoGradGuard no_grad;
+  nn::Module& net = model;
+  const models::Task task = model.spec().task;
   const bool was_training = net.is_training();
   net.train(false);
   std::vector<std::int64_t> order(static_cast<std::size_t>(num_samples));
@@ -47,8 +48,7 @@ EvalResult evaluate(nn::Module& net, models::Task task, data::Loader& loader,
     const std::int64_t count = batch->images.size(0);
     const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
     const Tensor out = net.forward(x);
-    loss_sum += static_cast<double>(models::model_loss(task, out, x, labels).item()) *
-                static_cast<double>(count);
+    loss_sum += static_cast<double>(model.loss(out, x, labels).item()) * static_cast<double>(count);
     n += count;
     if (task == models::Task::reconstruction) continue;
     const std::vector<float> o = out.to_vector();

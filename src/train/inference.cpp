@@ -18,7 +18,7 @@ TrainedModel load_trained_model(const std::string& checkpoint_path) {
   return load_trained_model(read_checkpoint(checkpoint_path));
 }
 
-TrainedModel load_trained_model(const SafetensorsFile& file) {
+TrainedModel load_trained_model(SafetensorsFile file) {
   check_checkpoint_format(file);
   const std::string& checkpoint_path = file.source;
   TrainedModel t;
@@ -37,20 +37,20 @@ TrainedModel load_trained_model(const SafetensorsFile& file) {
     EPOCH_THROW(IoError, checkpoint_path,
                 ": invalid checkpoint metadata: ", without_location(e.what()).substr(0, 200));
   }
-  const Shape& input = t.model.spec.input;  // (C, H, W)
+  const Shape& input = t.model->spec().input;  // (C, H, W)
   const data::Preprocessing& pre = t.preprocessing;
   if (pre.channels != input[0] || pre.height != input[1] || pre.width != input[2])
     EPOCH_THROW(IoError, checkpoint_path, ": its stored preprocessing makes ", pre.channels, "x",
-                pre.height, "x", pre.width, " inputs, but model ", t.model.spec.name, " takes ",
+                pre.height, "x", pre.width, " inputs, but model ", t.model->spec().name, " takes ",
                 input[0], "x", input[1], "x", input[2]);
-  load_model_state(file, *t.model.net);
-  t.model.net->train(false);
+  load_model_state(file, *t.model);
+  t.model->train(false);
   const bool has_optimizer =
       std::any_of(file.tensors.begin(), file.tensors.end(),
                   [](const NamedTensor& nt) { return nt.name.rfind("optim.", 0) == 0; });
   try {
     if (has_optimizer) {
-      const auto optimizer = optim::make_optimizer(t.config.optimizer, t.model.net->parameters());
+      const auto optimizer = optim::make_optimizer(t.config.optimizer, t.model->parameters());
       load_optimizer_state(file, *optimizer);
     }
   } catch (const IoError&) {
@@ -102,15 +102,15 @@ Tensor preprocess_input(const data::Image& image, const data::Preprocessing& pre
 }
 
 std::vector<Prediction> predict(TrainedModel& trained, const std::vector<std::string>& inputs) {
-  EPOCH_CHECK(trained.model.spec.task != models::Task::reconstruction, "model ",
-              trained.model.spec.name, " reconstructs images; it does not classify them");
+  EPOCH_CHECK(trained.model->spec().task != models::Task::reconstruction, "model ",
+              trained.model->spec().name, " reconstructs images; it does not classify them");
   const data::Preprocessing& pre = trained.preprocessing;
   std::vector<Prediction> out;
   autograd::NoGradGuard no_grad;
   for (const std::string& input : inputs) {
     const Tensor x = preprocess_input(load_input_image(input, pre), pre);
     const Tensor probs =
-        output_probabilities(trained.model.spec.task, trained.model.net->forward(x));
+        output_probabilities(trained.model->spec().task, trained.model->forward(x));
     Prediction p;
     p.input = input;
     p.probabilities = probs.to_vector();

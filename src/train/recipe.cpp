@@ -38,7 +38,7 @@ TrainConfig recipe_for(const std::string& model) {
     c.optimizer = optim::optimizer_defaults("sgd");
     c.optimizer.lr = 0.1f;
     c.optimizer.weight_decay = 0.004f;  // on the weights of the two hidden dense layers only
-    c.optimizer.decay_only = {"9.weight", "11.weight"};
+    c.optimizer.decay_only = {"fc1.weight", "fc2.weight"};
     c.schedule.name = "step";
     c.schedule.step_size = 136719;
     c.schedule.gamma = 0.1f;

@@ -25,12 +25,12 @@ void sync(const Tensor& t) {
 Step::Step(models::Model& model, const optim::OptimizerConfig& optimizer,
            std::unique_ptr<optim::LrSchedule> schedule, std::uint64_t seed, ops::Context context)
     : model_(model),
-      flat_(nn::flatten_parameters(*model.net)),
-      optimizer_(optim::make_optimizer(optimizer, model.net->parameters())),
+      flat_(nn::flatten_parameters(model)),
+      optimizer_(optim::make_optimizer(optimizer, model.parameters())),
       schedule_(std::move(schedule)),
       seed_(seed),
       context_(context) {
-  const nn::NamedTensors params = model.net->parameters();
+  const nn::NamedTensors params = model.parameters();
   for (std::size_t i = 0; i < params.size(); ++i)
     parameter_index_[params[i].second.autograd_meta().get()] = static_cast<int>(i);
   set_bucket_bytes(kDefaultBucketBytes);
@@ -38,7 +38,7 @@ Step::Step(models::Model& model, const optim::OptimizerConfig& optimizer,
 
 void Step::set_bucket_bytes(std::int64_t bytes) {
   EPOCH_CHECK(bytes > 0, "bucket size must be positive, got ", bytes);
-  const nn::NamedTensors params = model_.net->parameters();
+  const nn::NamedTensors params = model_.parameters();
   std::vector<std::int64_t> offsets(params.size() + 1, 0);
   for (std::size_t i = 0; i < params.size(); ++i)
     offsets[i + 1] = offsets[i] + params[i].second.numel();
@@ -84,10 +84,10 @@ Tensor Step::run(const Tensor& x, const Tensor& labels, std::int64_t position, s
                  StepTimes* times) {
   const ops::ContextGuard context(context_);
   const auto t0 = Clock::now();
-  model_.net->set_step_seed(seed_, index);
+  model_.set_step_seed(seed_, index);
   if (schedule_) optimizer_->set_lr(schedule_->lr_at(position));
   ops::fill_(flat_.grads, 0.0f);
-  Tensor loss = models::model_loss(model_.spec.task, model_.net->forward(x), x, labels);
+  Tensor loss = model_.loss(model_.forward(x), x, labels);
   if (times) sync(loss);
   const auto t1 = Clock::now();
   backward(loss);

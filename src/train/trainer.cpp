@@ -281,8 +281,8 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     EPOCH_THROW(ConfigError, "--device ", c.device, ": no such CUDA device (",
                 memory::cuda_device_count(), " visible",
                 EPOCH_WITH_CUDA ? "" : "; built without CUDA", ")");
-  models::Model model = models::build_model(c.model);
-  const models::ModelSpec& spec = model.spec;
+  std::shared_ptr<models::Model> model = models::build_model(c.model);
+  const models::ModelSpec& spec = model->spec();
   check_batch_fits(c, spec);
   TrainingData data = open_training_data(c, spec);
   result.eval_name = data.val_name;
@@ -295,8 +295,8 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   loader_config.seed = c.seed;
   loader_config.on_bad_image = c.on_bad_image;
 
-  nn::initialize(*model.net, c.seed);
-  model.net->to(device);
+  nn::initialize(*model, c.seed);
+  model->to(device);
   const std::int64_t n_train = data.train->size();
   const std::int64_t steps_per_epoch = (n_train + c.batch_size - 1) / c.batch_size;
   optim::ScheduleConfig sched = c.schedule;
@@ -304,11 +304,11 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   sched.total_steps = steps_per_epoch * c.epochs;
   sched.warmup_steps =
       c.warmup_steps >= 0 ? c.warmup_steps : std::min<std::int64_t>(300, sched.total_steps / 10);
-  Step step(model, c.optimizer, optim::make_schedule(sched), c.seed);
+  Step step(*model, c.optimizer, optim::make_schedule(sched), c.seed);
   optim::Optimizer* optimizer = &step.optimizer();
 
   if (c.resume) {
-    load_model_state(resume_file, *model.net);
+    load_model_state(resume_file, *model);
     load_optimizer_state(resume_file, *optimizer);
   }
   if (start_epoch >= c.epochs)
@@ -319,7 +319,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   if (ec) EPOCH_THROW(IoError, ckpt_dir.string(), ": cannot create: ", ec.message());
   {
     json cfg = c.to_json();
-    cfg["model_parameters"] = model.net->parameter_count();
+    cfg["model_parameters"] = model->parameter_count();
     cfg["threads_used"] = ops::num_threads();
     cfg["epoch_version"] = EPOCH_VERSION;
     const std::string text = cfg.dump(2) + "\n";
@@ -345,7 +345,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   for (std::int64_t epoch = start_epoch; epoch < end_epoch; ++epoch) {
     loader.start_epoch(epoch, data::epoch_order(n_train, c.seed, epoch, true));
     const double wait_before = loader.stats().wait_s;
-    model.net->train(true);
+    model->train(true);
     if (!c.quiet) progress.start_epoch(epoch + 1, c.epochs, steps_per_epoch);
     const auto epoch_start = std::chrono::steady_clock::now();
     double loss_sum = 0.0, window_sum = 0.0;
@@ -392,12 +392,12 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     images_this_run += images;
     result.train_loss = loss_sum / static_cast<double>(s);
 
-    if (const std::string bad = first_non_finite_tensor(*model.net, optimizer); !bad.empty())
+    if (const std::string bad = first_non_finite_tensor(*model, optimizer); !bad.empty())
       EPOCH_THROW(NumericalError, "training diverged in epoch ", epoch + 1, ": tensor '", bad,
                   "' holds NaN or infinite values (lr ", optimizer->lr(),
                   "); nothing of this epoch was saved, the last good checkpoint is ",
                   fs::exists(last_ckpt) ? last_ckpt.string() : std::string("(none yet)"));
-    eval = evaluate(*model.net, spec.task, eval_loader, data.val->size());
+    eval = evaluate(*model, eval_loader, data.val->size());
     if (eval.count == 0)
       EPOCH_THROW(IoError, data.val->description(), ": every ", data.val_name,
                   " image was skipped as bad (see the warnings), so there is nothing to report");
@@ -413,7 +413,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     auto meta = checkpoint_metadata(c, pre, *data.train, epoch + 1, global_step, eval);
     meta["best_test_accuracy"] = json(best_accuracy).dump();
     meta["best_test_loss"] = json(best_loss).dump();
-    save_checkpoint(last_ckpt.string(), *model.net, optimizer, meta);
+    save_checkpoint(last_ckpt.string(), *model, optimizer, meta);
     publish_copy(last_ckpt.string(), (ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
     if (best_now) publish_copy(last_ckpt.string(), best_ckpt.string());
     prune_epoch_checkpoints(run_dir.string(), c.keep_checkpoints);

@@ -14,37 +14,38 @@ namespace {
 // Parameter counts of the PyTorch definitions in bench/reference/models.py.
 TEST(Zoo, ParameterCountsMatchTheReferenceDefinitions) {
   const std::vector<std::pair<std::string, std::int64_t>> expected = {
-      {"fmnist-cnn", 421642},   {"autoencoder", 435536}, {"catdog", 813217},
-      {"catdog-wide", 407745},  {"deep-cnn", 1277889},   {"cifar10-keras", 1250858},
+      {"fmnist-cnn", 421642},  {"autoencoder", 435536}, {"catdog", 813217},
+      {"catdog-wide", 407745}, {"deep-cnn", 1277889},   {"cifar10-keras", 1250858},
       {"cifar10-tf", 1068298},
   };
   for (const auto& [name, count] : expected)
-    EXPECT_EQ(build_model(name).net->parameter_count(), count) << name;
+    EXPECT_EQ(build_model(name)->parameter_count(), count) << name;
   EXPECT_EQ(model_specs().size(), expected.size());
 }
 
 TEST(Zoo, EveryModelMapsItsInputToItsOutput) {
   autograd::NoGradGuard no_grad;
   for (const ModelSpec& spec : model_specs()) {
-    if (spec.name == "deep-cnn" || spec.name == "catdog-wide") continue;  // large; shape-checked below
-    Model m = build_model(spec.name);
-    nn::initialize(*m.net, 0);
-    m.net->train(false);
+    if (spec.name == "deep-cnn" || spec.name == "catdog-wide")
+      continue;  // large; shape-checked below
+    const std::shared_ptr<Model> m = build_model(spec.name);
+    nn::initialize(*m, 0);
+    m->train(false);
     Shape in{2};
     in.insert(in.end(), spec.input.begin(), spec.input.end());
-    const Tensor y = m.net->forward(testing::random_tensor(in, 1, 0.0f, 1.0f));
+    const Tensor y = m->forward(testing::random_tensor(in, 1, 0.0f, 1.0f));
     EXPECT_EQ(y.shape(), (Shape{2, spec.outputs})) << spec.name;
   }
   for (const ModelSpec& spec : model_specs())
-    EXPECT_EQ(build_model(spec.name).net->output_shape(spec.input), (Shape{spec.outputs})) << spec.name;
+    EXPECT_EQ(build_model(spec.name)->output_shape(spec.input), (Shape{spec.outputs})) << spec.name;
 }
 
 TEST(Zoo, ForwardFlopsOfTheDefaultModel) {
   // conv1 2*28*28*32*9, conv2 2*14*14*64*32*9, dense 2*3136*128, dense 2*128*10: the same
   // 8482304 that bench/reference/models.py --summary counts for the PyTorch definition.
-  EXPECT_EQ(build_model("fmnist-cnn").net->flops({1, 28, 28}), 8482304);
-  EXPECT_EQ(build_model("cifar10-tf").net->flops({3, 24, 24}), 36941568);
-  EXPECT_EQ(build_model("deep-cnn").net->flops({3, 64, 64}), 2921070848);
+  EXPECT_EQ(build_model("fmnist-cnn")->flops({1, 28, 28}), 8482304);
+  EXPECT_EQ(build_model("cifar10-tf")->flops({3, 24, 24}), 36941568);
+  EXPECT_EQ(build_model("deep-cnn")->flops({3, 64, 64}), 2921070848);
 }
 
 TEST(Zoo, UnknownModelNamesTheValidOnes) {

@@ -30,9 +30,9 @@ Tensor& tensor_named(std::vector<NamedTensor>& tensors, const std::string& part)
 }
 
 void write_checkpoint(const std::string& path, const Edit& edit) {
-  models::Model m = models::build_model("autoencoder");
-  nn::initialize(*m.net, 1);
-  auto opt = optim::make_optimizer(optim::optimizer_defaults("adam"), m.net->parameters());
+  std::shared_ptr<models::Model> m = models::build_model("autoencoder");
+  nn::initialize(*m, 1);
+  auto opt = optim::make_optimizer(optim::optimizer_defaults("adam"), m->parameters());
   TrainConfig c;
   c.model = "autoencoder";
   data::Preprocessing pre;
@@ -44,8 +44,7 @@ void write_checkpoint(const std::string& path, const Edit& edit) {
       {"class_names", "[]"},    {"epoch", "1"},
       {"step", "10"},           {"config", c.to_json().dump()}};
   std::vector<NamedTensor> tensors;
-  for (const auto& [name, t] : m.net->state())
-    tensors.push_back({"model." + name, t.detach().clone()});
+  for (const auto& [name, t] : m->state()) tensors.push_back({"model." + name, t.detach().clone()});
   for (const auto& [name, t] : opt->state()) tensors.push_back({"optim." + name, t.clone()});
   edit(tensors, meta);
   meta["format"] = kCheckpointFormat;
@@ -55,9 +54,9 @@ void write_checkpoint(const std::string& path, const Edit& edit) {
 void expect_load_error(const std::string& path, const std::string& needle) {
   try {
     const SafetensorsFile f = read_checkpoint(path);
-    models::Model m = models::build_model("autoencoder");
-    load_model_state(f, *m.net);
-    auto opt = optim::make_optimizer(optim::optimizer_defaults("adam"), m.net->parameters());
+    std::shared_ptr<models::Model> m = models::build_model("autoencoder");
+    load_model_state(f, *m);
+    auto opt = optim::make_optimizer(optim::optimizer_defaults("adam"), m->parameters());
     load_optimizer_state(f, *opt);
     (void)metadata_int(f, "epoch", 0, 1000);
     (void)load_trained_model(path);
@@ -71,11 +70,11 @@ void expect_load_error(const std::string& path, const std::string& needle) {
 
 TEST(Checkpoint, SaveRefusesNonFiniteTensorsAndWritesNothing) {
   testing::TempDir dir;
-  models::Model m = models::build_model("autoencoder");
-  nn::initialize(*m.net, 1);
-  m.net->parameters()[2].second.f32()[5] = std::nanf("");
-  EXPECT_EQ(first_non_finite_tensor(*m.net, nullptr), "model." + m.net->parameters()[2].first);
-  EXPECT_THROW(save_checkpoint(dir / "c.safetensors", *m.net, nullptr, {}), NumericalError);
+  std::shared_ptr<models::Model> m = models::build_model("autoencoder");
+  nn::initialize(*m, 1);
+  m->parameters()[2].second.f32()[5] = std::nanf("");
+  EXPECT_EQ(first_non_finite_tensor(*m, nullptr), "model." + m->parameters()[2].first);
+  EXPECT_THROW(save_checkpoint(dir / "c.safetensors", *m, nullptr, {}), NumericalError);
   EXPECT_FALSE(std::filesystem::exists(dir / "c.safetensors"));
 }
 
@@ -109,6 +108,62 @@ TEST(Checkpoint, LoadRefusesWhatCannotBeResumed) {
     meta["preprocessing"] = pre.to_json();
   });
   expect_load_error(dir / "pre.safetensors", "takes 1x28x28");
+}
+
+}  // namespace
+}  // namespace epoch::train
+
+namespace epoch::train {
+namespace {
+
+// A checkpoint from before parameters had names (format 1: "model.0.weight", Adam's
+// "optim.adam.exp_avg.0.weight", the recipe's decay_only "9.weight") reads as the same
+// checkpoint named by module path.
+TEST(Checkpoint, PositionalFormatOneIsUpgradedToModulePaths) {
+  testing::TempDir dir;
+  std::shared_ptr<models::Model> m = models::build_model("cifar10-tf");
+  nn::initialize(*m, 1);
+  optim::OptimizerConfig oc = optim::optimizer_defaults("adam");
+  oc.decay_only = {"fc1.weight", "fc2.weight"};
+  oc.weight_decay = 0.004f;
+  auto opt = optim::make_optimizer(oc, m->parameters());
+  TrainConfig c;
+  c.model = "cifar10-tf";
+  c.optimizer = oc;
+  save_checkpoint(dir / "named.safetensors", *m, opt.get(),
+                  {{"model", "cifar10-tf"}, {"config", c.to_json().dump()}});
+  const SafetensorsFile named = read_checkpoint(dir / "named.safetensors");
+
+  // The same file as format 1 wrote it: layer positions instead of names.
+  std::map<std::string, std::string> positions;  // "fc1" -> "9"
+  for (std::size_t i = 0; i < m->children().size(); ++i)
+    positions[m->children()[i].first] = std::to_string(i);
+  std::vector<NamedTensor> old = named.tensors;
+  for (NamedTensor& nt : old)
+    for (const auto& [layer, index] : positions) {
+      const std::size_t at = nt.name.find("." + layer + ".");
+      if (at != std::string::npos) nt.name.replace(at + 1, layer.size(), index);
+    }
+  ASSERT_NE(std::find_if(old.begin(), old.end(),
+                         [](const NamedTensor& nt) { return nt.name == "model.9.weight"; }),
+            old.end());
+  std::map<std::string, std::string> meta = named.metadata;
+  meta["format"] = kPositionalCheckpointFormat;
+  TrainConfig positional = c;
+  positional.optimizer.decay_only = {"9.weight", "11.weight"};
+  meta["config"] = positional.to_json().dump();
+  save_safetensors(dir / "old.safetensors", old, meta);
+
+  const SafetensorsFile upgraded = read_checkpoint(dir / "old.safetensors");
+  EXPECT_EQ(upgraded.metadata.at("format"), kCheckpointFormat);
+  ASSERT_EQ(upgraded.tensors.size(), named.tensors.size());
+  for (std::size_t i = 0; i < named.tensors.size(); ++i)
+    EXPECT_EQ(upgraded.tensors[i].name, named.tensors[i].name);
+  EXPECT_EQ(stored_config(upgraded).optimizer.decay_only, oc.decay_only);
+  std::shared_ptr<models::Model> loaded = models::build_model("cifar10-tf");
+  load_model_state(upgraded, *loaded);
+  EXPECT_EQ(loaded->parameters().back().second.to_vector(),
+            m->parameters().back().second.to_vector());
 }
 
 }  // namespace

@@ -17,9 +17,9 @@
 namespace epoch::train {
 namespace {
 
-models::Model fresh_model() {
-  models::Model m = models::build_model("autoencoder");
-  nn::initialize(*m.net, 5);
+std::shared_ptr<models::Model> fresh_model() {
+  std::shared_ptr<models::Model> m = models::build_model("autoencoder");
+  nn::initialize(*m, 5);
   return m;
 }
 
@@ -29,16 +29,16 @@ TEST(Step, IsForwardLossBackwardUpdate) {
   optim::OptimizerConfig oc = optim::optimizer_defaults("adam");
   oc.lr = 1e-3f;
 
-  models::Model a = fresh_model();
+  std::shared_ptr<models::Model> a = fresh_model();
   optim::ScheduleConfig sc;
   sc.name = "constant";
   sc.base_lr = 1e-3f;
   sc.total_steps = 3;
-  Step step(a, oc, optim::make_schedule(sc), 9);
+  Step step(*a, oc, optim::make_schedule(sc), 9);
   int hook_calls = 0;
   step.before_update = [&](Tensor& grads) {
     ++hook_calls;
-    EXPECT_EQ(grads.numel(), a.net->parameter_count());
+    EXPECT_EQ(grads.numel(), a->parameter_count());
     const std::vector<float> g = grads.to_vector();
     EXPECT_TRUE(std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; }));
   };
@@ -52,13 +52,13 @@ TEST(Step, IsForwardLossBackwardUpdate) {
   EXPECT_LT(losses.back(), losses.front());
 
   // The same three steps written out.
-  models::Model b = fresh_model();
-  nn::FlatParameters flat = nn::flatten_parameters(*b.net);
-  auto opt = optim::make_optimizer(oc, b.net->parameters());
+  std::shared_ptr<models::Model> b = fresh_model();
+  nn::FlatParameters flat = nn::flatten_parameters(*b);
+  auto opt = optim::make_optimizer(oc, b->parameters());
   for (int i = 0; i < 3; ++i) {
-    b.net->set_step_seed(9, static_cast<std::uint64_t>(i));
+    b->set_step_seed(9, static_cast<std::uint64_t>(i));
     ops::fill_(flat.grads, 0.0f);
-    Tensor loss = models::model_loss(b.spec.task, b.net->forward(x), x, labels);
+    Tensor loss = b->loss(b->forward(x), x, labels);
     loss.backward();
     opt->step();
     EXPECT_EQ(loss.item(), losses[static_cast<std::size_t>(i)]);
@@ -70,8 +70,8 @@ TEST(Step, IsForwardLossBackwardUpdate) {
 // each is handed over once, in order, as soon as it is complete (its values then are the final
 // ones), and the first is handed over while earlier layers' gradients are still zero.
 TEST(Step, HandsOverEachGradientBucketWhenItIsComplete) {
-  models::Model m = fresh_model();  // four dense layers: 8 parameters
-  Step step(m, optim::optimizer_defaults("sgd"), nullptr, 1);
+  std::shared_ptr<models::Model> m = fresh_model();  // four dense layers: 8 parameters
+  Step step(*m, optim::optimizer_defaults("sgd"), nullptr, 1);
   EXPECT_EQ(step.buckets().size(), 1u) << "the autoencoder's 0.9 MB fit one 25 MiB bucket";
   step.set_bucket_bytes(64 * 256 * 4);  // about one 256x64 matrix per bucket
   const auto& buckets = step.buckets();
@@ -88,7 +88,7 @@ TEST(Step, HandsOverEachGradientBucketWhenItIsComplete) {
   std::vector<int> order;
   std::vector<std::vector<float>> at_hand_over;
   bool first_layer_zero_at_first = false;
-  Tensor first_weight_grad = m.net->parameters().front().second.grad();
+  Tensor first_weight_grad = m->parameters().front().second.grad();
   step.on_bucket_ready = [&](const GradBucket& b) {
     order.push_back(b.index);
     at_hand_over.push_back(b.grads.to_vector());
@@ -118,9 +118,9 @@ TEST(Step, HandsOverEachGradientBucketWhenItIsComplete) {
 TEST(Step, BucketHookLeavesTheStepUnchanged) {
   const Tensor x = testing::random_tensor({4, 1, 28, 28}, 1, 0.0f, 1.0f);
   const Tensor labels = Tensor::from_ints({4}, std::vector<std::int32_t>{0, 1, 2, 3});
-  models::Model a = fresh_model(), b = fresh_model();
-  Step plain(a, optim::optimizer_defaults("adam"), nullptr, 1);
-  Step hooked(b, optim::optimizer_defaults("adam"), nullptr, 1);
+  std::shared_ptr<models::Model> a = fresh_model(), b = fresh_model();
+  Step plain(*a, optim::optimizer_defaults("adam"), nullptr, 1);
+  Step hooked(*b, optim::optimizer_defaults("adam"), nullptr, 1);
   hooked.set_bucket_bytes(4096);
   int calls = 0;
   hooked.on_bucket_ready = [&](const GradBucket&) { ++calls; };
@@ -134,9 +134,9 @@ TEST(Step, BucketHookLeavesTheStepUnchanged) {
 
 // Three steps of the cnn under a context; returns the final parameters.
 std::vector<float> three_steps(const ops::Context& context) {
-  models::Model m = models::build_model("fmnist-cnn");
-  nn::initialize(*m.net, 2);
-  Step step(m, optim::optimizer_defaults("adam"), nullptr, 4, context);
+  std::shared_ptr<models::Model> m = models::build_model("fmnist-cnn");
+  nn::initialize(*m, 2);
+  Step step(*m, optim::optimizer_defaults("adam"), nullptr, 4, context);
   const Tensor x = testing::random_tensor({8, 1, 28, 28}, 3, 0.0f, 1.0f);
   const Tensor labels = Tensor::from_ints({8}, std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
   for (int i = 0; i < 3; ++i) (void)step.run(x, labels, i, static_cast<std::uint64_t>(i));

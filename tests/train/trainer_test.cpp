@@ -73,7 +73,7 @@ TEST(Trainer, LearnsAndWritesTheRunDirectory) {
   EXPECT_EQ(ckpt.metadata.at("model"), "fmnist-cnn");
   EXPECT_EQ(ckpt.metadata.at("epoch"), "2");
   EXPECT_NE(ckpt.metadata.at("preprocessing").find("rescale"), std::string::npos);
-  EXPECT_NE(ckpt.find("model.0.weight"), nullptr);
+  EXPECT_NE(ckpt.find("model.conv1.weight"), nullptr);
 }
 
 TEST(Trainer, SameSeedAndThreadsIsBitwiseIdentical) {
@@ -280,7 +280,8 @@ namespace {
 // Golden runs: strict determinism (reference kernels, fixed reduction orders) from a fixed
 // seed must reproduce these step losses bit for bit, one model per task (classification,
 // reconstruction, binary); a change that alters the arithmetic of training shows up here.
-// Regenerate with EPOCH_PRINT_GOLDEN=1 after an intended change.
+// Regenerate with EPOCH_PRINT_GOLDEN=1 after an intended change (last: parameters named by
+// module path, which keys their initialization and dropout streams).
 struct GoldenCase {
   const char* model;
   std::int64_t samples;
@@ -319,11 +320,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         GoldenCase{"fmnist-cnn",
                    192,
-                   {2.303895f, 2.2784965f, 2.29792047f, 2.21979761f, 2.19345498f, 2.16048002f}},
-        GoldenCase{"autoencoder", 128, {0.112553239f, 0.102966137f, 0.0857763588f, 0.0740236714f}},
-        GoldenCase{"catdog", 96, {0.694900513f, 0.616412044f, 0.551350176f}},
-        GoldenCase{"cifar10-keras", 64, {2.29438543f, 2.30164194f}},
-        GoldenCase{"cifar10-tf", 64, {2.37570286f, 2.27400875f}}),
+                   {2.29335165f, 2.26803374f, 2.29866314f, 2.19994569f, 2.18055916f, 2.1649909f}},
+        GoldenCase{"autoencoder", 128, {0.112692125f, 0.10418532f, 0.0897066444f, 0.0793116689f}},
+        GoldenCase{"catdog", 96, {0.691668272f, 0.622136235f, 0.664400876f}},
+        GoldenCase{"cifar10-keras", 64, {2.30672216f, 2.30423665f}},
+        GoldenCase{"cifar10-tf", 64, {2.3342247f, 2.11518264f}}),
     [](const ::testing::TestParamInfo<GoldenCase>& info) {
       std::string name = info.param.model;
       for (char& ch : name)

@@ -26,9 +26,35 @@ struct ModelSpec {
   Task task;
 };
 
-struct Model {
-  ModelSpec spec;
-  std::shared_ptr<nn::Sequential> net;
+/// A model: a module that owns its forward pass (Module::forward, or Module::apply for several
+/// inputs or carried state) and its loss, and names its parameters by module path
+/// ("fc1.weight"), as checkpoints and recipes do.
+class Model : public nn::Module {
+ public:
+  const ModelSpec& spec() const { return spec_; }
+  /// The batch loss of the model's output. x is the input batch (the reconstruction target),
+  /// labels (N) i32 class indices on the model's device. The default follows spec().task.
+  virtual Tensor loss(const Tensor& output, const Tensor& x, const Tensor& labels) const;
+  /// Forgets state carried from one call to the next (recurrent models); nothing by default.
+  virtual void reset_state() {}
+
+ protected:
+  explicit Model(ModelSpec spec) : spec_(std::move(spec)) {}
+
+ private:
+  ModelSpec spec_;
+};
+
+/// A model that applies named layers in order (every zoo model so far).
+class LayerStack : public Model {
+ public:
+  explicit LayerStack(ModelSpec spec) : Model(std::move(spec)) {}
+  /// Appends a layer under its name ("conv1"; unique) and returns *this.
+  LayerStack& add(const std::string& name, std::shared_ptr<nn::Module> layer);
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::int64_t flops(const Shape& input) const override;
+  std::string describe() const override { return spec().name; }
 };
 
 /// Every model of the zoo, in the order `epoch models` lists them.
@@ -36,10 +62,9 @@ const std::vector<ModelSpec>& model_specs();
 /// The spec of a model; ConfigError naming the valid models when unknown.
 const ModelSpec& find_model(const std::string& name);
 /// Builds a model (parameters zeroed: call nn::initialize).
-Model build_model(const std::string& name);
+std::shared_ptr<Model> build_model(const std::string& name);
 
-/// The batch loss of a model's output: task-dependent (see Task). x is the input batch (for
-/// reconstruction targets), labels (N) i32 class indices (classification, binary).
-Tensor model_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels);
+/// The batch loss of an output for a task (see Task): what Model::loss does by default.
+Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels);
 
 }  // namespace epoch::models

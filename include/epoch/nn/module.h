@@ -26,6 +26,9 @@ class Module {
   /// Maps a batch x (N, ...) to the output batch.
   virtual Tensor forward(const Tensor& x) = 0;
   Tensor operator()(const Tensor& x) { return forward(x); }
+  /// Maps several input batches to several outputs (a model fed a frame and its state, say).
+  /// The default takes one input to forward's one output; modules with more override it.
+  virtual std::vector<Tensor> apply(const std::vector<Tensor>& inputs);
 
   /// Per-sample output shape for a per-sample input shape (e.g. (C, H, W) -> (OC, OH, OW)).
   virtual Shape output_shape(const Shape& input) const { return input; }
@@ -87,6 +90,8 @@ class Sequential : public Module {
   Sequential() = default;
   /// Appends a module (named by its index) and returns *this.
   Sequential& add(std::shared_ptr<Module> module);
+  /// Appends a module under a name of its own ("conv1"; unique within this Sequential).
+  Sequential& add(const std::string& name, std::shared_ptr<Module> module);
   Tensor forward(const Tensor& x) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;

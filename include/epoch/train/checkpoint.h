@@ -13,7 +13,10 @@
 namespace epoch::train {
 
 /// The metadata key that identifies epoch checkpoints and their format version.
-inline constexpr const char* kCheckpointFormat = "epoch-checkpoint-1";
+/// Format 2 names parameters by module path ("model.conv1.weight"); format 1 named them by
+/// position ("model.0.weight") and is read by renaming (upgrade_checkpoint).
+inline constexpr const char* kCheckpointFormat = "epoch-checkpoint-2";
+inline constexpr const char* kPositionalCheckpointFormat = "epoch-checkpoint-1";
 
 /// The first model or optimizer tensor (by its checkpoint name, "model.<path>" or
 /// "optim.<state>") that holds a NaN or an infinity, or "" when every value is finite.
@@ -27,8 +30,13 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
 
 /// Reads a checkpoint and checks that it is one of ours (check_checkpoint_format).
 SafetensorsFile read_checkpoint(const std::string& path);
-/// IoError naming the file unless its metadata says it is an epoch checkpoint of this format.
-void check_checkpoint_format(const SafetensorsFile& file);
+/// IoError naming the file unless its metadata says it is an epoch checkpoint of this format;
+/// a format-1 checkpoint of a zoo model is upgraded first (upgrade_checkpoint).
+void check_checkpoint_format(SafetensorsFile& file);
+/// Renames a format-1 checkpoint's tensors (model.<position>..., optim.<state>.<position>...)
+/// and its recipe's parameter names (optimizer.decay_only) to the zoo model's module paths
+/// and marks it format 2; other files are left as they are.
+void upgrade_checkpoint(SafetensorsFile& file);
 
 /// Copies the checkpoint's "model.*" tensors into the model; every model tensor must be
 /// present with its shape and hold finite values (IoError naming the file and the tensor

@@ -19,13 +19,12 @@ struct EvalResult {
 };
 
 /// Mean loss (weighted by batch size) and accuracy over every sample of `dataset`.
-EvalResult evaluate(nn::Module& net, models::Task task, const data::ImageDataset& dataset,
+EvalResult evaluate(models::Model& model, const data::ImageDataset& dataset,
                     const data::Preprocessing& pre, std::int64_t batch_size);
 
 /// The same over every sample a loader (no augmentation, any order) yields in one epoch;
 /// skipped bad images are not counted. Binary models: accuracy at threshold 0.5.
-EvalResult evaluate(nn::Module& net, models::Task task, data::Loader& loader,
-                    std::int64_t num_samples);
+EvalResult evaluate(models::Model& model, data::Loader& loader, std::int64_t num_samples);
 
 /// Class probabilities (N, K) of a model's output: softmax for classification, (N, 2) of
 /// [1 - p, p] with p = sigmoid(logit) for binary models.

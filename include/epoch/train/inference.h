@@ -15,7 +15,7 @@ namespace epoch::train {
 
 struct TrainedModel {
   std::string path;
-  models::Model model;
+  std::shared_ptr<models::Model> model;
   data::Preprocessing preprocessing;
   std::vector<std::string> class_names;
   TrainConfig config;
@@ -27,7 +27,7 @@ TrainedModel load_trained_model(const std::string& checkpoint_path);
 /// The same from a file already read (the fuzz target feeds it arbitrary bytes): its format,
 /// model, tensors and metadata checked. Also restores an optimizer made from the stored
 /// configuration, so everything a --resume reads is checked.
-TrainedModel load_trained_model(const SafetensorsFile& file);
+TrainedModel load_trained_model(SafetensorsFile file);
 
 struct Prediction {
   std::string input;
