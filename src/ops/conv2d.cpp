@@ -3,6 +3,7 @@
 #include "epoch/ops/conv2d.h"
 
 #include "cpu/conv2d_cpu.h"
+#include "kernels/args.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_ONEDNN
@@ -16,15 +17,15 @@ namespace epoch::ops {
 namespace {
 
 // Validates x, w, b and p together and returns the sizes of the convolution.
-cpu::Conv2dDims conv_dims(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
-                          const Conv2dParams& p) {
+kernels::Conv2dDims conv_dims(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
+                              const Conv2dParams& p) {
   check_f32(op, "x", x);
   check_f32(op, "w", w);
   if (b.defined()) check_f32(op, "b", b);
   EPOCH_CHECK(x.ndim() == 4, op, ": x must be (N, C, H, W), got ", shape_str(x.shape()));
   EPOCH_CHECK(w.ndim() == 4, op, ": w must be (OC, C/groups, KH, KW), got ", shape_str(w.shape()));
   EPOCH_CHECK(p.groups >= 1, op, ": groups must be >= 1, got ", p.groups);
-  cpu::Conv2dDims d;
+  kernels::Conv2dDims d;
   d.N = x.size(0), d.C = x.size(1), d.H = x.size(2), d.W = x.size(3);
   d.OC = w.size(0), d.KH = w.size(2), d.KW = w.size(3);
   d.groups = p.groups;
@@ -60,7 +61,7 @@ std::int64_t conv_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
 }
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
-  const cpu::Conv2dDims d = conv_dims("conv2d_forward", x, w, b, p);
+  const kernels::Conv2dDims d = conv_dims("conv2d_forward", x, w, b, p);
   const Device dev = common_device("conv2d_forward", x, w, b);
   const Tensor xc = x.contiguous(), wc = w.contiguous();
   const Tensor bc = b.defined() ? b.contiguous() : Tensor();
@@ -80,7 +81,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
 
 Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, bool has_bias,
                             const Conv2dParams& p, bool need_dx) {
-  const cpu::Conv2dDims d = conv_dims("conv2d_backward", x, w, Tensor(), p);
+  const kernels::Conv2dDims d = conv_dims("conv2d_backward", x, w, Tensor(), p);
   check_f32("conv2d_backward", "dy", dy);
   EPOCH_CHECK(dy.shape() == Shape({d.N, d.OC, d.OH, d.OW}), "conv2d_backward: dy ",
               shape_str(dy.shape()), " does not match the output shape ",

@@ -2,6 +2,7 @@
 #include "epoch/ops/elementwise.h"
 
 #include "cpu/elementwise_cpu.h"
+#include "kernels/args.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_CUDA
@@ -20,7 +21,7 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   return strides;
 }
 
-Tensor binary(cpu::BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+Tensor binary(kernels::BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
   check_f32(name, "a", a);
   check_f32(name, "b", b);
   const Device d = common_device(name, a, b);
@@ -66,10 +67,10 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::add, "add", a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::sub, "sub", a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::mul, "mul", a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::div, "div", a, b); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary(kernels::BinaryOp::add, "add", a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(kernels::BinaryOp::sub, "sub", a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(kernels::BinaryOp::mul, "mul", a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(kernels::BinaryOp::div, "div", a, b); }
 
 Tensor affine_scalar(const Tensor& a, float s, float t) {
   check_f32("affine_scalar", "a", a);

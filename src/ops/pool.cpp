@@ -3,6 +3,7 @@
 #include "epoch/ops/pool.h"
 
 #include "cpu/pool_cpu.h"
+#include "kernels/args.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_ONEDNN
@@ -16,9 +17,9 @@ namespace epoch::ops {
 namespace {
 
 // Validates an (N, C, H, W) input and the parameters; returns the pooling sizes.
-cpu::Pool2dDims pool_dims(const char* op, const Shape& x_shape, const Pool2dParams& p) {
+kernels::Pool2dDims pool_dims(const char* op, const Shape& x_shape, const Pool2dParams& p) {
   EPOCH_CHECK(x_shape.size() == 4, op, ": x must be (N, C, H, W), got ", shape_str(x_shape));
-  cpu::Pool2dDims d;
+  kernels::Pool2dDims d;
   d.planes = x_shape[0] * x_shape[1];
   d.H = x_shape[2];
   d.W = x_shape[3];
@@ -33,7 +34,7 @@ cpu::Pool2dDims pool_dims(const char* op, const Shape& x_shape, const Pool2dPara
   return d;
 }
 
-Shape out_shape(const Shape& x_shape, const cpu::Pool2dDims& d) {
+Shape out_shape(const Shape& x_shape, const kernels::Pool2dDims& d) {
   return {x_shape[0], x_shape[1], d.OH, d.OW};
 }
 
@@ -45,7 +46,7 @@ bool reference_indices(const MaxPoolResult& fwd) {
 
 #if EPOCH_WITH_ONEDNN
 // True when `indices` is a oneDNN max-pooling workspace for these sizes (C channels).
-bool onednn_workspace(const MaxPoolResult& fwd, const cpu::Pool2dDims& d, std::int64_t C) {
+bool onednn_workspace(const MaxPoolResult& fwd, const kernels::Pool2dDims& d, std::int64_t C) {
   return fwd.indices.defined() && fwd.indices.dtype() == DType::u8 && fwd.indices.is_contiguous() &&
          fwd.indices.numel() == cpu::onednn::max_pool2d_workspace_bytes(d, C);
 }
@@ -67,7 +68,7 @@ std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
 
 MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   check_f32("max_pool2d_forward", "x", x);
-  const cpu::Pool2dDims d = pool_dims("max_pool2d_forward", x.shape(), p);
+  const kernels::Pool2dDims d = pool_dims("max_pool2d_forward", x.shape(), p);
   const Tensor xc = x.contiguous();
   const Device dev = x.device();
   MaxPoolResult r;
@@ -102,7 +103,7 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
                            const Pool2dParams& p) {
   check_f32("max_pool2d_backward", "dy", dy);
   check_f32("max_pool2d_backward", "x", x);
-  const cpu::Pool2dDims d = pool_dims("max_pool2d_backward", x.shape(), p);
+  const kernels::Pool2dDims d = pool_dims("max_pool2d_backward", x.shape(), p);
   const Shape y_shape = out_shape(x.shape(), d);
   EPOCH_CHECK(dy.shape() == y_shape, "max_pool2d_backward: dy ", shape_str(dy.shape()),
               " does not match the output shape ", shape_str(y_shape));
@@ -148,7 +149,7 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
 
 Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   check_f32("avg_pool2d_forward", "x", x);
-  const cpu::Pool2dDims d = pool_dims("avg_pool2d_forward", x.shape(), p);
+  const kernels::Pool2dDims d = pool_dims("avg_pool2d_forward", x.shape(), p);
   const Tensor xc = x.contiguous();
   const Device dev = x.device();
   Tensor y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
@@ -167,7 +168,7 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
 
 Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dParams& p) {
   check_f32("avg_pool2d_backward", "dy", dy);
-  const cpu::Pool2dDims d = pool_dims("avg_pool2d_backward", x_shape, p);
+  const kernels::Pool2dDims d = pool_dims("avg_pool2d_backward", x_shape, p);
   EPOCH_CHECK(dy.shape() == out_shape(x_shape, d), "avg_pool2d_backward: dy ",
               shape_str(dy.shape()), " does not match the output shape ",
               shape_str(out_shape(x_shape, d)));

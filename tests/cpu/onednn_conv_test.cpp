@@ -28,8 +28,8 @@ std::ostream& operator<<(std::ostream& os, const ConvCase& c) {
             << " d" << c.dh << "," << c.dw << " g" << c.groups << (c.bias ? " bias" : "");
 }
 
-cpu::Conv2dDims dims_of(const ConvCase& c) {
-  cpu::Conv2dDims d;
+kernels::Conv2dDims dims_of(const ConvCase& c) {
+  kernels::Conv2dDims d;
   d.N = c.N, d.C = c.C, d.H = c.H, d.W = c.W, d.OC = c.OC, d.KH = c.KH, d.KW = c.KW;
   d.stride_h = c.sh, d.stride_w = c.sw, d.pad_h = c.ph, d.pad_w = c.pw;
   d.dilation_h = c.dh, d.dilation_w = c.dw, d.groups = c.groups;
@@ -41,7 +41,7 @@ cpu::Conv2dDims dims_of(const ConvCase& c) {
 class OnednnConv : public ::testing::TestWithParam<ConvCase> {};
 
 void check_case(const ConvCase& c, cpu::onednn::ConvLayout layout) {
-  const cpu::Conv2dDims d = dims_of(c);
+  const kernels::Conv2dDims d = dims_of(c);
   const Shape xs{d.N, d.C, d.H, d.W}, ws{d.OC, d.C / d.groups, d.KH, d.KW};
   const Shape ys{d.N, d.OC, d.OH, d.OW};
   const Tensor x = testing::random_tensor(xs, 1), w = testing::random_tensor(ws, 2);

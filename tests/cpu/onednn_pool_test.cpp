@@ -31,8 +31,8 @@ std::ostream& operator<<(std::ostream& os, const PoolCase& c) {
             << c.pl << " r" << c.pr;
 }
 
-cpu::Pool2dDims dims_of(const PoolCase& c) {
-  cpu::Pool2dDims d;
+kernels::Pool2dDims dims_of(const PoolCase& c) {
+  kernels::Pool2dDims d;
   d.planes = c.N * c.C, d.H = c.H, d.W = c.W, d.KH = c.KH, d.KW = c.KW;
   d.stride_h = c.sh, d.stride_w = c.sw, d.pad_top = c.pt, d.pad_left = c.pl;
   d.OH = (c.H + c.pt + c.pb - c.KH) / c.sh + 1;
@@ -44,7 +44,7 @@ class OnednnPool : public ::testing::TestWithParam<PoolCase> {};
 
 TEST_P(OnednnPool, MaxMatchesReference) {
   const PoolCase& c = GetParam();
-  const cpu::Pool2dDims d = dims_of(c);
+  const kernels::Pool2dDims d = dims_of(c);
   const Shape xs{c.N, c.C, c.H, c.W}, ys{c.N, c.C, d.OH, d.OW};
   const Tensor x = testing::random_tensor(xs, 11), dy = testing::random_tensor(ys, 12);
 
@@ -64,7 +64,7 @@ TEST_P(OnednnPool, MaxMatchesReference) {
 
 TEST_P(OnednnPool, AverageMatchesReference) {
   const PoolCase& c = GetParam();
-  const cpu::Pool2dDims d = dims_of(c);
+  const kernels::Pool2dDims d = dims_of(c);
   const Shape xs{c.N, c.C, c.H, c.W}, ys{c.N, c.C, d.OH, d.OW};
   const Tensor x = testing::random_tensor(xs, 13), dy = testing::random_tensor(ys, 14);
   for (bool include : {true, false}) {
@@ -101,7 +101,7 @@ TEST(OnednnPoolSpecialValues, NanAndInfinityMatchReference) {
   for (const auto& [k, values] : std::vector<std::pair<std::int64_t, std::vector<float>>>{
            {2, {1, nan, 3, 2, 5, 6, nan, 7, -inf, inf, 0, 1, 4, nan, -inf, 2}},
            {4, {1, 2, 3, 4, 5, nan, 7, 8, 9, 10, nan, 12, 13, 14, 15, 16}}}) {
-    cpu::Pool2dDims d;
+    kernels::Pool2dDims d;
     d.planes = 1, d.H = 4, d.W = 4, d.KH = d.KW = d.stride_h = d.stride_w = k;
     d.OH = d.OW = 4 / k;
     const Tensor x = Tensor::from_vector({1, 1, 4, 4}, values);
@@ -127,7 +127,7 @@ TEST(OnednnPoolSpecialValues, NanAndInfinityMatchReference) {
 }
 
 TEST(OnednnPoolErrors, ChannelsMustDivideThePlanes) {
-  cpu::Pool2dDims d;
+  kernels::Pool2dDims d;
   d.planes = 6, d.H = d.W = 4, d.OH = d.OW = 2, d.KH = d.KW = 2, d.stride_h = d.stride_w = 2;
   EXPECT_THROW(cpu::onednn::max_pool2d_workspace_bytes(d, 4), InvalidArgument);
 }
