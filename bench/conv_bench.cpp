@@ -15,7 +15,7 @@
 
 namespace {
 
-using epoch::cpu::Conv2dDims;
+using epoch::kernels::Conv2dDims;
 
 struct Layer {
   const char* name;

@@ -9,6 +9,9 @@
 #include "cpu/linear_cpu.h"
 
 namespace epoch::cpu {
+
+using kernels::Conv2dDims;
+
 namespace {
 
 // col (Cg*KH*KW, OH*OW) from one group of one sample; zeros where the window is in padding.

@@ -11,6 +11,9 @@
 #include "cpu/onednn_context.h"
 
 namespace epoch::cpu::onednn {
+
+using kernels::Conv2dDims;
+
 namespace {
 
 using dnnl::memory;

@@ -3,7 +3,7 @@
 // Compiled only when EPOCH_WITH_ONEDNN; guard includes with #if EPOCH_WITH_ONEDNN.
 #pragma once
 
-#include "cpu/conv2d_cpu.h"
+#include "kernels/args.h"
 
 namespace epoch::cpu::onednn {
 
@@ -13,7 +13,7 @@ namespace epoch::cpu::onednn {
 enum class ConvLayout { automatic, plain, blocked };
 
 /// y = conv(x, w) + b, as cpu::conv2d_forward.
-void conv2d_forward(const Conv2dDims& d,
+void conv2d_forward(const kernels::Conv2dDims& d,
                     const float* x,  // (N, C, H, W)
                     const float* w,  // (OC, C/groups, KH, KW)
                     const float* b,  // (OC) or null
@@ -22,7 +22,7 @@ void conv2d_forward(const Conv2dDims& d,
 
 /// Gradients of conv2d_forward, as cpu::conv2d_backward; overwrites dx, dw, db (dx, db may be
 /// null when not wanted).
-void conv2d_backward(const Conv2dDims& d,
+void conv2d_backward(const kernels::Conv2dDims& d,
                      const float* dy,  // (N, OC, OH, OW)
                      const float* x,   // (N, C, H, W)
                      const float* w,   // (OC, C/groups, KH, KW)
@@ -32,6 +32,6 @@ void conv2d_backward(const Conv2dDims& d,
                      ConvLayout layout = ConvLayout::automatic);
 
 /// The layout `automatic` resolves to for these sizes (plain or blocked).
-ConvLayout conv2d_chosen_layout(const Conv2dDims& d);
+ConvLayout conv2d_chosen_layout(const kernels::Conv2dDims& d);
 
 }  // namespace epoch::cpu::onednn

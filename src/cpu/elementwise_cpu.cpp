@@ -5,6 +5,9 @@
 #include <vector>
 
 namespace epoch::cpu {
+
+using kernels::BinaryOp;
+
 namespace {
 
 template <BinaryOp Op>

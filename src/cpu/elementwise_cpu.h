@@ -3,16 +3,18 @@
 
 #include <cstdint>
 
-namespace epoch::cpu {
+#include "kernels/args.h"
 
-enum class BinaryOp { add, sub, mul, div };
+namespace epoch::cpu {
 
 /// y = a (op) b over `shape` (ndim dims); a_strides/b_strides are element strides, 0 where
 /// the operand is broadcast. y is contiguous with `shape`.
-void binary_forward(BinaryOp op, const float* a, const std::int64_t* a_strides, const float* b,
-                    const std::int64_t* b_strides, float* y, const std::int64_t* shape, int ndim);
+void binary_forward(kernels::BinaryOp op, const float* a, const std::int64_t* a_strides,
+                    const float* b, const std::int64_t* b_strides, float* y,
+                    const std::int64_t* shape, int ndim);
 /// y = a (op) b for two contiguous arrays of n elements (the common, fast case).
-void binary_same_shape(BinaryOp op, const float* a, const float* b, float* y, std::int64_t n);
+void binary_same_shape(kernels::BinaryOp op, const float* a, const float* b, float* y,
+                       std::int64_t n);
 
 void affine(const float* x, float* y, std::int64_t n, float s, float t);  // y = x*s + t
 void axpy(float* y, const float* x, std::int64_t n, float alpha);         // y += alpha*x

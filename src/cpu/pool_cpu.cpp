@@ -7,6 +7,9 @@
 #include <limits>
 
 namespace epoch::cpu {
+
+using kernels::Pool2dDims;
+
 namespace {
 
 // The window of output (oh, ow) clipped to the real input: rows [h0, h1), columns [w0, w1).

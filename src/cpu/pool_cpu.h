@@ -4,36 +4,30 @@
 
 #include <cstdint>
 
+#include "kernels/args.h"
+
 namespace epoch::cpu {
 
-/// Sizes of one pooling; planes = N*C, OH and OW already computed (and positive). Every window
-/// must hold at least one real input (pad < kernel guarantees it).
-struct Pool2dDims {
-  std::int64_t planes = 0, H = 0, W = 0, OH = 0, OW = 0;
-  std::int64_t KH = 1, KW = 1, stride_h = 1, stride_w = 1;
-  std::int64_t pad_top = 0, pad_left = 0;
-};
-
 /// y = max over each window of real inputs; indices = h*W + w of the first maximum.
-void max_pool2d_forward(const Pool2dDims& d,
-                        const float* x,           // (N*C, H, W)
-                        float* y,                 // (N*C, OH, OW)
-                        std::int32_t* indices);   // (N*C, OH, OW)
+void max_pool2d_forward(const kernels::Pool2dDims& d,
+                        const float* x,          // (N*C, H, W)
+                        float* y,                // (N*C, OH, OW)
+                        std::int32_t* indices);  // (N*C, OH, OW)
 
 /// dx = dy scattered onto the saved argmax positions (overwrites dx).
-void max_pool2d_backward(const Pool2dDims& d,
-                         const float* dy,               // (N*C, OH, OW)
-                         const std::int32_t* indices,   // (N*C, OH, OW)
-                         float* dx);                    // (N*C, H, W)
+void max_pool2d_backward(const kernels::Pool2dDims& d,
+                         const float* dy,              // (N*C, OH, OW)
+                         const std::int32_t* indices,  // (N*C, OH, OW)
+                         float* dx);                   // (N*C, H, W)
 
 /// y = mean of each window; the divisor is KH*KW when count_include_pad, else the number of
 /// real inputs in the window.
-void avg_pool2d_forward(const Pool2dDims& d, bool count_include_pad,
+void avg_pool2d_forward(const kernels::Pool2dDims& d, bool count_include_pad,
                         const float* x,  // (N*C, H, W)
                         float* y);       // (N*C, OH, OW)
 
 /// dx = each dy spread evenly (by the same divisor) over its window (overwrites dx).
-void avg_pool2d_backward(const Pool2dDims& d, bool count_include_pad,
+void avg_pool2d_backward(const kernels::Pool2dDims& d, bool count_include_pad,
                          const float* dy,  // (N*C, OH, OW)
                          float* dx);       // (N*C, H, W)
 

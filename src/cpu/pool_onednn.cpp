@@ -13,6 +13,9 @@
 #include "cpu/onednn_context.h"
 
 namespace epoch::cpu::onednn {
+
+using kernels::Pool2dDims;
+
 namespace {
 
 using dnnl::memory;

@@ -6,32 +6,32 @@
 
 #include <cstdint>
 
-#include "cpu/pool_cpu.h"
+#include "kernels/args.h"
 
 namespace epoch::cpu::onednn {
 
 /// Bytes of the max-pooling workspace for these sizes (C channels, N = d.planes / C).
-std::int64_t max_pool2d_workspace_bytes(const Pool2dDims& d, std::int64_t C);
+std::int64_t max_pool2d_workspace_bytes(const kernels::Pool2dDims& d, std::int64_t C);
 
 /// y = max over each window; writes the workspace max_pool2d_backward reads.
-void max_pool2d_forward(const Pool2dDims& d, std::int64_t C,
+void max_pool2d_forward(const kernels::Pool2dDims& d, std::int64_t C,
                         const float* x,            // (N, C, H, W)
                         float* y,                  // (N, C, OH, OW)
                         std::uint8_t* workspace);  // max_pool2d_workspace_bytes(d, C)
 
 /// dx = dy scattered onto the maxima recorded in the workspace (overwrites dx).
-void max_pool2d_backward(const Pool2dDims& d, std::int64_t C,
-                         const float* dy,                 // (N, C, OH, OW)
-                         const std::uint8_t* workspace,   // from max_pool2d_forward
-                         float* dx);                      // (N, C, H, W)
+void max_pool2d_backward(const kernels::Pool2dDims& d, std::int64_t C,
+                         const float* dy,                // (N, C, OH, OW)
+                         const std::uint8_t* workspace,  // from max_pool2d_forward
+                         float* dx);                     // (N, C, H, W)
 
 /// y = mean of each window, as cpu::avg_pool2d_forward.
-void avg_pool2d_forward(const Pool2dDims& d, std::int64_t C, bool count_include_pad,
+void avg_pool2d_forward(const kernels::Pool2dDims& d, std::int64_t C, bool count_include_pad,
                         const float* x,  // (N, C, H, W)
                         float* y);       // (N, C, OH, OW)
 
 /// dx from dy, as cpu::avg_pool2d_backward (overwrites dx).
-void avg_pool2d_backward(const Pool2dDims& d, std::int64_t C, bool count_include_pad,
+void avg_pool2d_backward(const kernels::Pool2dDims& d, std::int64_t C, bool count_include_pad,
                          const float* dy,  // (N, C, OH, OW)
                          float* dx);       // (N, C, H, W)
 

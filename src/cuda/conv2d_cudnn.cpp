@@ -31,7 +31,7 @@ struct Choice {
 
 using Key = std::tuple<int, Direction, std::array<std::int64_t, 16>>;
 
-Key make_key(Direction dir, const cpu::Conv2dDims& d) {
+Key make_key(Direction dir, const kernels::Conv2dDims& d) {
   int device = 0;
   EPOCH_CUDA_CHECK(cudaGetDevice(&device));
   return {device, dir, {d.N, d.C, d.H, d.W, d.OC, d.KH, d.KW, d.OH, d.OW, d.stride_h, d.stride_w,
@@ -61,7 +61,7 @@ struct Descriptors {
   TensorDescriptor x, y;
   FilterDescriptor w;
   ConvolutionDescriptor conv;
-  explicit Descriptors(const cpu::Conv2dDims& d)
+  explicit Descriptors(const kernels::Conv2dDims& d)
       : x(d.N, d.C, d.H, d.W),
         y(d.N, d.OC, d.OH, d.OW),
         w(d.OC, d.C / d.groups, d.KH, d.KW),
@@ -114,7 +114,7 @@ Choice choose_uncached(Direction dir, cudnnHandle_t h, const Descriptors& s) {
 }
 
 // The cached choice for this direction, device and shape; sets the descriptor's math type.
-Choice choose(Direction dir, const cpu::Conv2dDims& d, cudnnHandle_t h, const Descriptors& s) {
+Choice choose(Direction dir, const kernels::Conv2dDims& d, cudnnHandle_t h, const Descriptors& s) {
   static auto* cache = new std::map<Key, Choice>();  // never destroyed, like the handles
   static auto* mutex = new std::mutex();
   const Key key = make_key(dir, d);
@@ -139,7 +139,7 @@ Choice choose(Direction dir, const cpu::Conv2dDims& d, cudnnHandle_t h, const De
 
 }  // namespace
 
-void conv2d_forward(const cpu::Conv2dDims& d, const float* x, const float* w, const float* b,
+void conv2d_forward(const kernels::Conv2dDims& d, const float* x, const float* w, const float* b,
                     float* y) {
   if (d.N == 0 || d.OC == 0) return;
   cudnnHandle_t h = cudnn_handle();
@@ -154,7 +154,7 @@ void conv2d_forward(const cpu::Conv2dDims& d, const float* x, const float* w, co
   if (b != nullptr) bias_add_forward(y, b, y, d.N, d.OC, d.OH * d.OW);
 }
 
-void conv2d_backward(const cpu::Conv2dDims& d, const float* dy, const float* x, const float* w,
+void conv2d_backward(const kernels::Conv2dDims& d, const float* dy, const float* x, const float* w,
                      float* dx, float* dw, float* db) {
   if (d.N == 0 || d.OC == 0) return;
   cudnnHandle_t h = cudnn_handle();

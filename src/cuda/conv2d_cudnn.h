@@ -3,12 +3,12 @@
 // deterministic ones, in FP32 without TF32, so a run is bitwise repeatable on one GPU.
 #pragma once
 
-#include "cpu/conv2d_cpu.h"
+#include "kernels/args.h"
 
 namespace epoch::cuda::cudnn {
 
 /// y = conv(x, w) + b. Device pointers.
-void conv2d_forward(const cpu::Conv2dDims& d,
+void conv2d_forward(const kernels::Conv2dDims& d,
                     const float* x,  // (N, C, H, W)
                     const float* w,  // (OC, C/groups, KH, KW)
                     const float* b,  // (OC) or null
@@ -16,7 +16,7 @@ void conv2d_forward(const cpu::Conv2dDims& d,
 
 /// Gradients of conv2d_forward; overwrites dx, dw, db. dx and db may be null (not wanted).
 /// db sums dy over N, OH, OW in a fixed order.
-void conv2d_backward(const cpu::Conv2dDims& d,
+void conv2d_backward(const kernels::Conv2dDims& d,
                      const float* dy,  // (N, OC, OH, OW)
                      const float* x,   // (N, C, H, W)
                      const float* w,   // (OC, C/groups, KH, KW)

@@ -4,6 +4,9 @@
 #include "cuda/reduce.cuh"
 
 namespace epoch::cuda {
+
+using kernels::BinaryOp;
+
 namespace {
 
 constexpr int kMaxDims = 8;

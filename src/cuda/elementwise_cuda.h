@@ -4,15 +4,15 @@
 
 #include <cstdint>
 
-#include "cpu/elementwise_cpu.h"
+#include "kernels/args.h"
 
 namespace epoch::cuda {
 
-using cpu::BinaryOp;
-
-void binary_forward(BinaryOp op, const float* a, const std::int64_t* a_strides, const float* b,
-                    const std::int64_t* b_strides, float* y, const std::int64_t* shape, int ndim);
-void binary_same_shape(BinaryOp op, const float* a, const float* b, float* y, std::int64_t n);
+void binary_forward(kernels::BinaryOp op, const float* a, const std::int64_t* a_strides,
+                    const float* b, const std::int64_t* b_strides, float* y,
+                    const std::int64_t* shape, int ndim);
+void binary_same_shape(kernels::BinaryOp op, const float* a, const float* b, float* y,
+                       std::int64_t n);
 void affine(const float* x, float* y, std::int64_t n, float s, float t);
 void axpy(float* y, const float* x, std::int64_t n, float alpha);
 void fill(float* y, std::int64_t n, float value);

@@ -4,6 +4,9 @@
 #include "cuda/pool_cuda.h"
 
 namespace epoch::cuda {
+
+using kernels::Pool2dDims;
+
 namespace {
 
 constexpr int kThreads = 256;

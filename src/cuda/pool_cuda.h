@@ -6,31 +6,29 @@
 
 #include <cstdint>
 
-#include "cpu/pool_cpu.h"
+#include "kernels/args.h"
 
 namespace epoch::cuda {
 
-using cpu::Pool2dDims;
-
 /// y = max over each window of real inputs; indices = h*W + w of the first maximum.
-void max_pool2d_forward(const Pool2dDims& d,
+void max_pool2d_forward(const kernels::Pool2dDims& d,
                         const float* x,          // (N*C, H, W)
                         float* y,                // (N*C, OH, OW)
                         std::int32_t* indices);  // (N*C, OH, OW)
 
 /// dx = dy gathered from the outputs whose argmax is each input position (overwrites dx).
-void max_pool2d_backward(const Pool2dDims& d,
+void max_pool2d_backward(const kernels::Pool2dDims& d,
                          const float* dy,              // (N*C, OH, OW)
                          const std::int32_t* indices,  // (N*C, OH, OW)
                          float* dx);                   // (N*C, H, W)
 
 /// y = mean of each window (divisor KH*KW when count_include_pad, else the real inputs).
-void avg_pool2d_forward(const Pool2dDims& d, bool count_include_pad,
+void avg_pool2d_forward(const kernels::Pool2dDims& d, bool count_include_pad,
                         const float* x,  // (N*C, H, W)
                         float* y);       // (N*C, OH, OW)
 
 /// dx = sum of dy / divisor over the windows holding each input (overwrites dx).
-void avg_pool2d_backward(const Pool2dDims& d, bool count_include_pad,
+void avg_pool2d_backward(const kernels::Pool2dDims& d, bool count_include_pad,
                          const float* dy,  // (N*C, OH, OW)
                          float* dx);       // (N*C, H, W)
 

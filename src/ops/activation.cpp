@@ -1,8 +1,6 @@
 // Activations and clipping: argument checks, then dispatch by device to the kernels.
 #include "epoch/ops/activation.h"
 
-#include "epoch/ops/backend.h"
-
 #include <cmath>
 
 #include "cpu/activation_cpu.h"
@@ -30,111 +28,79 @@ Tensor relu_forward(const Tensor& x_in) {
   check_f32("relu_forward", "x", x_in);
   const Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      cpu::relu_forward(x.f32(), y.f32(), x.numel());
-      return y;
-    case DeviceType::cuda:
+  dispatch("relu_forward", x.device(), {
+    .cpu = [&] { cpu::relu_forward(x.f32(), y.f32(), x.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::relu_forward(x.f32(), y.f32(), x.numel());
-      return y;
+    .cuda = [&] { cuda::relu_forward(x.f32(), y.f32(), x.numel()); },
 #endif
-      break;
-  }
-  no_backend("relu_forward", x.device());
+  });
+  return y;
 }
 
 Tensor relu_backward(const Tensor& dy_in, const Tensor& x_in) {
   const Device d = check_backward("relu_backward", dy_in, "x", x_in);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
   Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel());
-      return dx;
-    case DeviceType::cuda:
+  dispatch("relu_backward", d, {
+    .cpu = [&] { cpu::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel());
-      return dx;
+    .cuda = [&] { cuda::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel()); },
 #endif
-      break;
-  }
-  no_backend("relu_backward", d);
+  });
+  return dx;
 }
 
 Tensor sigmoid_forward(const Tensor& x_in) {
   check_f32("sigmoid_forward", "x", x_in);
   const Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      if (cpu_kernels() == CpuKernels::fast)
-        cpu::sigmoid_forward_fast(x.f32(), y.f32(), x.numel());
-      else
-        cpu::sigmoid_forward(x.f32(), y.f32(), x.numel());
-      return y;
-    case DeviceType::cuda:
+  dispatch("sigmoid_forward", x.device(), {
+    .cpu = [&] { cpu::sigmoid_forward(x.f32(), y.f32(), x.numel()); },
+    .fast = [&] { cpu::sigmoid_forward_fast(x.f32(), y.f32(), x.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::sigmoid_forward(x.f32(), y.f32(), x.numel());
-      return y;
+    .cuda = [&] { cuda::sigmoid_forward(x.f32(), y.f32(), x.numel()); },
 #endif
-      break;
-  }
-  no_backend("sigmoid_forward", x.device());
+  });
+  return y;
 }
 
 Tensor sigmoid_backward(const Tensor& dy_in, const Tensor& y_in) {
   const Device d = check_backward("sigmoid_backward", dy_in, "y", y_in);
   const Tensor dy = dy_in.contiguous(), y = y_in.contiguous();
   Tensor dx = Tensor::empty(y.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::sigmoid_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
-      return dx;
-    case DeviceType::cuda:
+  dispatch("sigmoid_backward", d, {
+    .cpu = [&] { cpu::sigmoid_backward(dy.f32(), y.f32(), dx.f32(), y.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::sigmoid_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
-      return dx;
+    .cuda = [&] { cuda::sigmoid_backward(dy.f32(), y.f32(), dx.f32(), y.numel()); },
 #endif
-      break;
-  }
-  no_backend("sigmoid_backward", d);
+  });
+  return dx;
 }
 
 Tensor tanh_forward(const Tensor& x_in) {
   check_f32("tanh_forward", "x", x_in);
   const Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      cpu::tanh_forward(x.f32(), y.f32(), x.numel());
-      return y;
-    case DeviceType::cuda:
+  dispatch("tanh_forward", x.device(), {
+    .cpu = [&] { cpu::tanh_forward(x.f32(), y.f32(), x.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::tanh_forward(x.f32(), y.f32(), x.numel());
-      return y;
+    .cuda = [&] { cuda::tanh_forward(x.f32(), y.f32(), x.numel()); },
 #endif
-      break;
-  }
-  no_backend("tanh_forward", x.device());
+  });
+  return y;
 }
 
 Tensor tanh_backward(const Tensor& dy_in, const Tensor& y_in) {
   const Device d = check_backward("tanh_backward", dy_in, "y", y_in);
   const Tensor dy = dy_in.contiguous(), y = y_in.contiguous();
   Tensor dx = Tensor::empty(y.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::tanh_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
-      return dx;
-    case DeviceType::cuda:
+  dispatch("tanh_backward", d, {
+    .cpu = [&] { cpu::tanh_backward(dy.f32(), y.f32(), dx.f32(), y.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::tanh_backward(dy.f32(), y.f32(), dx.f32(), y.numel());
-      return dx;
+    .cuda = [&] { cuda::tanh_backward(dy.f32(), y.f32(), dx.f32(), y.numel()); },
 #endif
-      break;
-  }
-  no_backend("tanh_backward", d);
+  });
+  return dx;
 }
 
 Tensor hard_sigmoid_forward(const Tensor& x_in, float slope, float offset) {
@@ -143,36 +109,29 @@ Tensor hard_sigmoid_forward(const Tensor& x_in, float slope, float offset) {
               " and offset ", offset, " must be finite");
   const Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      cpu::hard_sigmoid_forward(x.f32(), y.f32(), x.numel(), slope, offset);
-      return y;
-    case DeviceType::cuda:
+  dispatch("hard_sigmoid_forward", x.device(), {
+    .cpu = [&] { cpu::hard_sigmoid_forward(x.f32(), y.f32(), x.numel(), slope, offset); },
 #if EPOCH_WITH_CUDA
-      cuda::hard_sigmoid_forward(x.f32(), y.f32(), x.numel(), slope, offset);
-      return y;
+    .cuda = [&] { cuda::hard_sigmoid_forward(x.f32(), y.f32(), x.numel(), slope, offset); },
 #endif
-      break;
-  }
-  no_backend("hard_sigmoid_forward", x.device());
+  });
+  return y;
 }
 
 Tensor hard_sigmoid_backward(const Tensor& dy_in, const Tensor& x_in, float slope, float offset) {
   const Device d = check_backward("hard_sigmoid_backward", dy_in, "x", x_in);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
   Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::hard_sigmoid_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), slope, offset);
-      return dx;
-    case DeviceType::cuda:
+  dispatch("hard_sigmoid_backward", d, {
+    .cpu =
+        [&] { cpu::hard_sigmoid_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), slope, offset); },
 #if EPOCH_WITH_CUDA
+    .cuda = [&] {
       cuda::hard_sigmoid_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), slope, offset);
-      return dx;
+    },
 #endif
-      break;
-  }
-  no_backend("hard_sigmoid_backward", d);
+  });
+  return dx;
 }
 
 Tensor clip_forward(const Tensor& x_in, float lo, float hi) {
@@ -180,18 +139,13 @@ Tensor clip_forward(const Tensor& x_in, float lo, float hi) {
   EPOCH_CHECK(lo <= hi, "clip_forward: lo ", lo, " is above hi ", hi);
   const Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      cpu::clip_forward(x.f32(), y.f32(), x.numel(), lo, hi);
-      return y;
-    case DeviceType::cuda:
+  dispatch("clip_forward", x.device(), {
+    .cpu = [&] { cpu::clip_forward(x.f32(), y.f32(), x.numel(), lo, hi); },
 #if EPOCH_WITH_CUDA
-      cuda::clip_forward(x.f32(), y.f32(), x.numel(), lo, hi);
-      return y;
+    .cuda = [&] { cuda::clip_forward(x.f32(), y.f32(), x.numel(), lo, hi); },
 #endif
-      break;
-  }
-  no_backend("clip_forward", x.device());
+  });
+  return y;
 }
 
 Tensor clip_backward(const Tensor& dy_in, const Tensor& x_in, float lo, float hi) {
@@ -199,18 +153,13 @@ Tensor clip_backward(const Tensor& dy_in, const Tensor& x_in, float lo, float hi
   EPOCH_CHECK(lo <= hi, "clip_backward: lo ", lo, " is above hi ", hi);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
   Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::clip_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), lo, hi);
-      return dx;
-    case DeviceType::cuda:
+  dispatch("clip_backward", d, {
+    .cpu = [&] { cpu::clip_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), lo, hi); },
 #if EPOCH_WITH_CUDA
-      cuda::clip_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), lo, hi);
-      return dx;
+    .cuda = [&] { cuda::clip_backward(dy.f32(), x.f32(), dx.f32(), x.numel(), lo, hi); },
 #endif
-      break;
-  }
-  no_backend("clip_backward", d);
+  });
+  return dx;
 }
 
 Tensor softmax_forward(const Tensor& x_in) {
@@ -219,18 +168,13 @@ Tensor softmax_forward(const Tensor& x_in) {
               "softmax_forward: x must be (N, K) with K >= 1, got ", shape_str(x_in.shape()));
   const Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      cpu::softmax_forward(x.f32(), y.f32(), x.size(0), x.size(1));
-      return y;
-    case DeviceType::cuda:
+  dispatch("softmax_forward", x.device(), {
+    .cpu = [&] { cpu::softmax_forward(x.f32(), y.f32(), x.size(0), x.size(1)); },
 #if EPOCH_WITH_CUDA
-      cuda::softmax_forward(x.f32(), y.f32(), x.size(0), x.size(1));
-      return y;
+    .cuda = [&] { cuda::softmax_forward(x.f32(), y.f32(), x.size(0), x.size(1)); },
 #endif
-      break;
-  }
-  no_backend("softmax_forward", x.device());
+  });
+  return y;
 }
 
 }  // namespace epoch::ops

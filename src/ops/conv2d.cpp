@@ -3,7 +3,7 @@
 #include "epoch/ops/conv2d.h"
 
 #include "cpu/conv2d_cpu.h"
-#include "epoch/ops/backend.h"
+#include "kernels/args.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_ONEDNN
@@ -17,16 +17,15 @@ namespace epoch::ops {
 namespace {
 
 // Validates x, w, b and p together and returns the sizes of the convolution.
-cpu::Conv2dDims conv_dims(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
-                          const Conv2dParams& p) {
+kernels::Conv2dDims conv_dims(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
+                              const Conv2dParams& p) {
   check_f32(op, "x", x);
   check_f32(op, "w", w);
   if (b.defined()) check_f32(op, "b", b);
   EPOCH_CHECK(x.ndim() == 4, op, ": x must be (N, C, H, W), got ", shape_str(x.shape()));
-  EPOCH_CHECK(w.ndim() == 4, op, ": w must be (OC, C/groups, KH, KW), got ",
-              shape_str(w.shape()));
+  EPOCH_CHECK(w.ndim() == 4, op, ": w must be (OC, C/groups, KH, KW), got ", shape_str(w.shape()));
   EPOCH_CHECK(p.groups >= 1, op, ": groups must be >= 1, got ", p.groups);
-  cpu::Conv2dDims d;
+  kernels::Conv2dDims d;
   d.N = x.size(0), d.C = x.size(1), d.H = x.size(2), d.W = x.size(3);
   d.OC = w.size(0), d.KH = w.size(2), d.KW = w.size(3);
   d.groups = p.groups;
@@ -51,47 +50,38 @@ std::int64_t conv_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
                            std::int64_t dilation) {
   EPOCH_CHECK(in >= 1 && k >= 1, "conv2d: input size ", in, " and kernel size ", k,
               " must be positive");
-  EPOCH_CHECK(stride >= 1 && dilation >= 1, "conv2d: stride ", stride, " and dilation ",
-              dilation, " must be positive");
+  EPOCH_CHECK(stride >= 1 && dilation >= 1, "conv2d: stride ", stride, " and dilation ", dilation,
+              " must be positive");
   EPOCH_CHECK(pad >= 0, "conv2d: padding must be non-negative, got ", pad);
   const std::int64_t span = dilation * (k - 1) + 1;  // extent of the dilated kernel
-  EPOCH_CHECK(in + 2 * pad >= span, "conv2d: kernel ", k, " (dilation ", dilation,
-              ", extent ", span, ") is larger than the padded input ", in, " + 2*", pad,
+  EPOCH_CHECK(in + 2 * pad >= span, "conv2d: kernel ", k, " (dilation ", dilation, ", extent ",
+              span, ") is larger than the padded input ", in, " + 2*", pad,
               "; the output would be empty");
   return (in + 2 * pad - span) / stride + 1;
 }
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
-  const cpu::Conv2dDims d = conv_dims("conv2d_forward", x, w, b, p);
+  const kernels::Conv2dDims d = conv_dims("conv2d_forward", x, w, b, p);
   const Device dev = common_device("conv2d_forward", x, w, b);
   const Tensor xc = x.contiguous(), wc = w.contiguous();
   const Tensor bc = b.defined() ? b.contiguous() : Tensor();
   Tensor y = Tensor::empty({d.N, d.OC, d.OH, d.OW}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  const float* bp = bc.defined() ? bc.f32() : nullptr;
+  dispatch("conv2d_forward", dev, {
+    .cpu = [&] { cpu::conv2d_forward(d, xc.f32(), wc.f32(), bp, y.f32()); },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::conv2d_forward(d, xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr,
-                                    y.f32());
-        return y;
-      }
+    .fast = [&] { cpu::onednn::conv2d_forward(d, xc.f32(), wc.f32(), bp, y.f32()); },
 #endif
-      cpu::conv2d_forward(d, xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr, y.f32());
-      return y;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
-      cuda::cudnn::conv2d_forward(d, xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr,
-                                  y.f32());
-      return y;
+    .cuda = [&] { cuda::cudnn::conv2d_forward(d, xc.f32(), wc.f32(), bp, y.f32()); },
 #endif
-      break;
-  }
-  no_backend("conv2d_forward", dev);
+  });
+  return y;
 }
 
 Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, bool has_bias,
                             const Conv2dParams& p, bool need_dx) {
-  const cpu::Conv2dDims d = conv_dims("conv2d_backward", x, w, Tensor(), p);
+  const kernels::Conv2dDims d = conv_dims("conv2d_backward", x, w, Tensor(), p);
   check_f32("conv2d_backward", "dy", dy);
   EPOCH_CHECK(dy.shape() == Shape({d.N, d.OC, d.OH, d.OW}), "conv2d_backward: dy ",
               shape_str(dy.shape()), " does not match the output shape ",
@@ -102,29 +92,21 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
   if (need_dx) g.dx = Tensor::empty(x.shape(), DType::f32, dev);
   g.dw = Tensor::empty(w.shape(), DType::f32, dev);
   if (has_bias) g.db = Tensor::empty({d.OC}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  float* dx = need_dx ? g.dx.f32() : nullptr;
+  float* db = has_bias ? g.db.f32() : nullptr;
+  dispatch("conv2d_backward", dev, {
+    .cpu = [&] { cpu::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db); },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(),
-                                     need_dx ? g.dx.f32() : nullptr, g.dw.f32(),
-                                     has_bias ? g.db.f32() : nullptr);
-        return g;
-      }
+    .fast =
+        [&] { cpu::onednn::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db); },
 #endif
-      cpu::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
-                           g.dw.f32(), has_bias ? g.db.f32() : nullptr);
-      return g;
-    case DeviceType::cuda:
-#if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
-      cuda::cudnn::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(),
-                                   need_dx ? g.dx.f32() : nullptr, g.dw.f32(),
-                                   has_bias ? g.db.f32() : nullptr);
-      return g;
+#if EPOCH_WITH_CUDNN
+    .cuda = [&] {
+      cuda::cudnn::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db);
+    },
 #endif
-      break;
-  }
-  no_backend("conv2d_backward", dev);
+  });
+  return g;
 }
 
 }  // namespace epoch::ops

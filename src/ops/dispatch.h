@@ -1,7 +1,12 @@
-// Helpers every op's dispatch uses: device agreement checks and the error for a device that
-// has no implementation (a missing backend throws; it never falls back silently).
+// Helpers every op's dispatch uses: device agreement checks, the error for a device that has no
+// implementation (a missing backend throws; it never falls back silently), and dispatch(), the
+// one place that picks an op's kernel by device and CPU kernel choice.
 #pragma once
 
+#include <memory>
+#include <type_traits>
+
+#include "epoch/ops/backend.h"
 #include "epoch/tensor/tensor.h"
 
 namespace epoch::ops {
@@ -27,6 +32,56 @@ inline void check_f32(const char* op, const char* name, const Tensor& t) {
 [[noreturn]] inline void no_backend(const char* op, Device d) {
   EPOCH_THROW(BackendUnavailable, op, ": no implementation for device ", d.str(),
               d.is_cuda() ? " (this build has no CUDA backend)" : "");
+}
+
+/// A non-owning reference to a `void()` callable: the lambdas of a Kernels table, which live
+/// until the end of the dispatch() call that names them. Empty by default (no such kernel).
+class KernelRef {
+ public:
+  KernelRef() = default;
+  template <typename F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, KernelRef>)
+  KernelRef(F&& f)  // implicit, so that a table reads {.cpu = [&] { ... }}
+      : callable_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* c) { (*static_cast<std::remove_reference_t<F>*>(c))(); }) {}
+
+  explicit operator bool() const { return call_ != nullptr; }
+  void operator()() const { call_(callable_); }
+
+ private:
+  void* callable_ = nullptr;
+  void (*call_)(void*) = nullptr;
+};
+
+/// One op's implementations by device, each a lambda that runs one kernel on the op's checked,
+/// contiguous f32 tensors (every kernel is f32 today; check_f32 refuses other dtypes first).
+/// Slots whose backend is not compiled in are left out with #if, so a build without it has
+/// none: `.fast` for oneDNN under EPOCH_WITH_ONEDNN, `.cuda` under EPOCH_WITH_CUDA (or
+/// EPOCH_WITH_CUDNN for cuDNN convolutions).
+struct Kernels {
+  KernelRef cpu;         // the plain reference kernel: always given, the test oracle
+  KernelRef fast = {};   // the CPU fast path (oneDNN, or an own vectorized kernel)
+  bool fast_if = true;   // a further condition of the fast path (shapes it handles)
+  KernelRef cuda = {};   // own CUDA kernels, cuBLAS or cuDNN
+};
+
+/// Runs the kernel for device d. On the CPU that is `fast` when given, `fast_if` holds and the
+/// calling thread's CPU kernels are CpuKernels::fast (for oneDNN: use_onednn()), else the
+/// reference `cpu`. A device without a kernel throws BackendUnavailable naming op.
+inline void dispatch(const char* op, Device d, const Kernels& k) {
+  switch (d.type) {
+    case DeviceType::cpu:
+      if (k.fast && k.fast_if && cpu_kernels() == CpuKernels::fast)
+        k.fast();
+      else
+        k.cpu();
+      return;
+    case DeviceType::cuda:
+      if (!k.cuda) break;
+      k.cuda();
+      return;
+  }
+  no_backend(op, d);
 }
 
 }  // namespace epoch::ops

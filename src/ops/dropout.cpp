@@ -17,18 +17,15 @@ DropoutResult dropout_forward(const Tensor& x_in, float p, std::uint64_t seed, s
   DropoutResult r;
   r.y = Tensor::empty(x.shape(), DType::f32, x.device());
   r.mask = Tensor::empty(x.shape(), DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      cpu::dropout_forward(x.f32(), r.y.f32(), r.mask.f32(), x.numel(), p, seed, key);
-      return r;
-    case DeviceType::cuda:
+  dispatch("dropout_forward", x.device(), {
+    .cpu = [&] { cpu::dropout_forward(x.f32(), r.y.f32(), r.mask.f32(), x.numel(), p, seed, key); },
 #if EPOCH_WITH_CUDA
+    .cuda = [&] {
       cuda::dropout_forward(x.f32(), r.y.f32(), r.mask.f32(), x.numel(), p, seed, key);
-      return r;
+    },
 #endif
-      break;
-  }
-  no_backend("dropout_forward", x.device());
+  });
+  return r;
 }
 
 Tensor dropout_backward(const Tensor& dy_in, const Tensor& mask_in) {
@@ -39,18 +36,13 @@ Tensor dropout_backward(const Tensor& dy_in, const Tensor& mask_in) {
   const Device d = common_device("dropout_backward", dy_in, mask_in);
   const Tensor dy = dy_in.contiguous(), mask = mask_in.contiguous();
   Tensor dx = Tensor::empty(dy.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::dropout_backward(dy.f32(), mask.f32(), dx.f32(), dy.numel());
-      return dx;
-    case DeviceType::cuda:
+  dispatch("dropout_backward", d, {
+    .cpu = [&] { cpu::dropout_backward(dy.f32(), mask.f32(), dx.f32(), dy.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::dropout_backward(dy.f32(), mask.f32(), dx.f32(), dy.numel());
-      return dx;
+    .cuda = [&] { cuda::dropout_backward(dy.f32(), mask.f32(), dx.f32(), dy.numel()); },
 #endif
-      break;
-  }
-  no_backend("dropout_backward", d);
+  });
+  return dx;
 }
 
 }  // namespace epoch::ops

@@ -2,6 +2,7 @@
 #include "epoch/ops/elementwise.h"
 
 #include "cpu/elementwise_cpu.h"
+#include "kernels/args.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_CUDA
@@ -20,7 +21,7 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   return strides;
 }
 
-Tensor binary(cpu::BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+Tensor binary(kernels::BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
   check_f32(name, "a", a);
   check_f32(name, "b", b);
   const Device d = common_device(name, a, b);
@@ -28,26 +29,27 @@ Tensor binary(cpu::BinaryOp op, const char* name, const Tensor& a, const Tensor&
   Tensor y = Tensor::empty(shape, DType::f32, d);
   const bool same = a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous();
   const Shape as = broadcast_strides(a, shape), bs = broadcast_strides(b, shape);
-  switch (d.type) {
-    case DeviceType::cpu:
-      if (same)
-        cpu::binary_same_shape(op, a.f32(), b.f32(), y.f32(), y.numel());
-      else
-        cpu::binary_forward(op, a.f32(), as.data(), b.f32(), bs.data(), y.f32(), shape.data(),
-                            static_cast<int>(shape.size()));
-      return y;
-    case DeviceType::cuda:
+  const int ndim = static_cast<int>(shape.size());
+  dispatch(name, d, {
+    .cpu =
+        [&] {
+          if (same)
+            cpu::binary_same_shape(op, a.f32(), b.f32(), y.f32(), y.numel());
+          else
+            cpu::binary_forward(op, a.f32(), as.data(), b.f32(), bs.data(), y.f32(), shape.data(),
+                                ndim);
+        },
 #if EPOCH_WITH_CUDA
+    .cuda = [&] {
       if (same)
         cuda::binary_same_shape(op, a.f32(), b.f32(), y.f32(), y.numel());
       else
         cuda::binary_forward(op, a.f32(), as.data(), b.f32(), bs.data(), y.f32(), shape.data(),
-                             static_cast<int>(shape.size()));
-      return y;
+                             ndim);
+    },
 #endif
-      break;
-  }
-  no_backend(name, d);
+  });
+  return y;
 }
 
 }  // namespace
@@ -65,27 +67,22 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::add, "add", a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::sub, "sub", a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::mul, "mul", a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::div, "div", a, b); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary(kernels::BinaryOp::add, "add", a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(kernels::BinaryOp::sub, "sub", a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(kernels::BinaryOp::mul, "mul", a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(kernels::BinaryOp::div, "div", a, b); }
 
 Tensor affine_scalar(const Tensor& a, float s, float t) {
   check_f32("affine_scalar", "a", a);
   const Tensor x = a.contiguous();
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      cpu::affine(x.f32(), y.f32(), x.numel(), s, t);
-      return y;
-    case DeviceType::cuda:
+  dispatch("affine_scalar", x.device(), {
+    .cpu = [&] { cpu::affine(x.f32(), y.f32(), x.numel(), s, t); },
 #if EPOCH_WITH_CUDA
-      cuda::affine(x.f32(), y.f32(), x.numel(), s, t);
-      return y;
+    .cuda = [&] { cuda::affine(x.f32(), y.f32(), x.numel(), s, t); },
 #endif
-      break;
-  }
-  no_backend("affine_scalar", x.device());
+  });
+  return y;
 }
 
 void axpy_(Tensor& y, const Tensor& x, float alpha) {
@@ -96,71 +93,50 @@ void axpy_(Tensor& y, const Tensor& x, float alpha) {
   EPOCH_CHECK(y.is_contiguous(), "axpy_ into a non-contiguous tensor");
   const Device d = common_device("axpy_", y, x);
   const Tensor xc = x.contiguous();
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::axpy(y.f32(), xc.f32(), y.numel(), alpha);
-      return;
-    case DeviceType::cuda:
+  dispatch("axpy_", d, {
+    .cpu = [&] { cpu::axpy(y.f32(), xc.f32(), y.numel(), alpha); },
 #if EPOCH_WITH_CUDA
-      cuda::axpy(y.f32(), xc.f32(), y.numel(), alpha);
-      return;
+    .cuda = [&] { cuda::axpy(y.f32(), xc.f32(), y.numel(), alpha); },
 #endif
-      break;
-  }
-  no_backend("axpy_", d);
+  });
 }
 
 void scale_(Tensor& y, float s) {
   check_f32("scale_", "y", y);
   EPOCH_CHECK(y.is_contiguous(), "scale_ of a non-contiguous tensor");
-  switch (y.device().type) {
-    case DeviceType::cpu:
-      cpu::affine(y.f32(), y.f32(), y.numel(), s, 0.0f);
-      return;
-    case DeviceType::cuda:
+  dispatch("scale_", y.device(), {
+    .cpu = [&] { cpu::affine(y.f32(), y.f32(), y.numel(), s, 0.0f); },
 #if EPOCH_WITH_CUDA
-      cuda::affine(y.f32(), y.f32(), y.numel(), s, 0.0f);
-      return;
+    .cuda = [&] { cuda::affine(y.f32(), y.f32(), y.numel(), s, 0.0f); },
 #endif
-      break;
-  }
-  no_backend("scale_", y.device());
+  });
 }
 
 void fill_(Tensor& y, float value) {
   check_f32("fill_", "y", y);
   EPOCH_CHECK(y.is_contiguous(), "fill_ of a non-contiguous tensor");
-  switch (y.device().type) {
-    case DeviceType::cpu:
-      cpu::fill(y.f32(), y.numel(), value);
-      return;
-    case DeviceType::cuda:
+  dispatch("fill_", y.device(), {
+    .cpu = [&] { cpu::fill(y.f32(), y.numel(), value); },
 #if EPOCH_WITH_CUDA
-      cuda::fill(y.f32(), y.numel(), value);
-      return;
+    .cuda = [&] { cuda::fill(y.f32(), y.numel(), value); },
 #endif
-      break;
-  }
-  no_backend("fill_", y.device());
+  });
 }
 
 Tensor sum(const Tensor& x) {
   check_f32("sum", "x", x);
   const Tensor c = x.contiguous();
-  switch (c.device().type) {
-    case DeviceType::cpu:
-      return Tensor::scalar(static_cast<float>(cpu::sum(c.f32(), c.numel())));
-    case DeviceType::cuda:
+  Tensor y;
+  dispatch("sum", c.device(), {
+    .cpu = [&] { y = Tensor::scalar(static_cast<float>(cpu::sum(c.f32(), c.numel()))); },
 #if EPOCH_WITH_CUDA
-    {
-      Tensor y = Tensor::empty({}, DType::f32, c.device());
+    .cuda = [&] {
+      y = Tensor::empty({}, DType::f32, c.device());
       cuda::sum(c.f32(), c.numel(), y.f32());
-      return y;
-    }
+    },
 #endif
-      break;
-  }
-  no_backend("sum", c.device());
+  });
+  return y;
 }
 
 Tensor mean(const Tensor& x) {
@@ -172,25 +148,24 @@ Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   check_f32("sum_to_shape", "x", x);
   // Validates that `shape` broadcasts to x's shape.
-  EPOCH_CHECK(broadcast_shape(x.shape(), shape) == x.shape(), "sum_to_shape: ",
-              shape_str(shape), " does not broadcast to ", shape_str(x.shape()));
+  EPOCH_CHECK(broadcast_shape(x.shape(), shape) == x.shape(), "sum_to_shape: ", shape_str(shape),
+              " does not broadcast to ", shape_str(x.shape()));
   const Tensor c = x.contiguous();
   Tensor out = Tensor::empty(shape, DType::f32, c.device());
   const Shape out_strides = broadcast_strides(out, c.shape());
-  switch (c.device().type) {
-    case DeviceType::cpu:
-      cpu::sum_to(c.f32(), c.shape().data(), static_cast<int>(c.ndim()), out_strides.data(),
-                  out.f32(), out.numel());
-      return out;
-    case DeviceType::cuda:
+  const int ndim = static_cast<int>(c.ndim());
+  dispatch("sum_to_shape", c.device(), {
+    .cpu =
+        [&] {
+          cpu::sum_to(c.f32(), c.shape().data(), ndim, out_strides.data(), out.f32(), out.numel());
+        },
 #if EPOCH_WITH_CUDA
-      cuda::sum_to(c.f32(), c.shape().data(), static_cast<int>(c.ndim()), out_strides.data(),
-                   out.f32(), out.numel());
-      return out;
+    .cuda = [&] {
+      cuda::sum_to(c.f32(), c.shape().data(), ndim, out_strides.data(), out.f32(), out.numel());
+    },
 #endif
-      break;
-  }
-  no_backend("sum_to_shape", c.device());
+  });
+  return out;
 }
 
 }  // namespace epoch::ops

@@ -3,7 +3,6 @@
 #include "epoch/ops/linear.h"
 
 #include "cpu/linear_cpu.h"
-#include "epoch/ops/backend.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_ONEDNN
@@ -41,29 +40,22 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   const std::int64_t N = transpose_b ? b.size(0) : b.size(1);
   EPOCH_CHECK(K == Kb, "matmul: inner dimensions differ: op(a) is (", M, ", ", K,
               ") and op(b) is (", Kb, ", ", N, ") (a ", shape_str(a.shape()), ", b ",
-              shape_str(b.shape()), ", transpose_a=", transpose_a,
-              ", transpose_b=", transpose_b, ")");
+              shape_str(b.shape()), ", transpose_a=", transpose_a, ", transpose_b=", transpose_b,
+              ")");
   const Device dev = common_device("matmul", a, b);
   const Tensor ac = a.contiguous(), bc = b.contiguous();
   Tensor c = Tensor::empty({M, N}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  const bool ta = transpose_a, tb = transpose_b;
+  dispatch("matmul", dev, {
+    .cpu = [&] { cpu::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::gemm(transpose_a, transpose_b, M, N, K, ac.f32(), bc.f32(), c.f32());
-        return c;
-      }
+    .fast = [&] { cpu::onednn::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
 #endif
-      cpu::gemm(transpose_a, transpose_b, M, N, K, ac.f32(), bc.f32(), c.f32());
-      return c;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
-      cuda::gemm(transpose_a, transpose_b, M, N, K, ac.f32(), bc.f32(), c.f32());
-      return c;
+    .cuda = [&] { cuda::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
 #endif
-      break;
-  }
-  no_backend("matmul", dev);
+  });
+  return c;
 }
 
 Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -80,27 +72,17 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
   const Tensor xc = x.contiguous(), wc = w.contiguous();
   const Tensor bc = b.defined() ? b.contiguous() : Tensor();
   Tensor y = Tensor::empty({N, OUT}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  const float* bp = bc.defined() ? bc.f32() : nullptr;
+  dispatch("linear_forward", dev, {
+    .cpu = [&] { cpu::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT); },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::linear_forward(xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr,
-                                    y.f32(), N, IN, OUT);
-        return y;
-      }
+    .fast = [&] { cpu::onednn::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT); },
 #endif
-      cpu::linear_forward(xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr, y.f32(), N, IN,
-                          OUT);
-      return y;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
-      cuda::linear_forward(xc.f32(), wc.f32(), bc.defined() ? bc.f32() : nullptr, y.f32(), N, IN,
-                           OUT);
-      return y;
+    .cuda = [&] { cuda::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT); },
 #endif
-      break;
-  }
-  no_backend("linear_forward", dev);
+  });
+  return y;
 }
 
 LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, bool has_bias,
@@ -120,27 +102,27 @@ LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
   if (need_dx) g.dx = Tensor::empty(x.shape(), DType::f32, dev);
   g.dw = Tensor::empty(w.shape(), DType::f32, dev);
   if (has_bias) g.db = Tensor::empty({OUT}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  float* dx = need_dx ? g.dx.f32() : nullptr;
+  float* db = has_bias ? g.db.f32() : nullptr;
+  dispatch("linear_backward", dev, {
+    .cpu =
+        [&] {
+          cpu::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db, N, IN, OUT);
+        },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::linear_backward(dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
-                                     g.dw.f32(), has_bias ? g.db.f32() : nullptr, N, IN, OUT);
-        return g;
-      }
+    .fast =
+        [&] {
+          cpu::onednn::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db, N, IN,
+                                       OUT);
+        },
 #endif
-      cpu::linear_backward(dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
-                           g.dw.f32(), has_bias ? g.db.f32() : nullptr, N, IN, OUT);
-      return g;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
-      cuda::linear_backward(dyc.f32(), xc.f32(), wc.f32(), need_dx ? g.dx.f32() : nullptr,
-                            g.dw.f32(), has_bias ? g.db.f32() : nullptr, N, IN, OUT);
-      return g;
+    .cuda = [&] {
+      cuda::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db, N, IN, OUT);
+    },
 #endif
-      break;
-  }
-  no_backend("linear_backward", dev);
+  });
+  return g;
 }
 
 Tensor bias_add_forward(const Tensor& x, const Tensor& b) {
@@ -152,18 +134,13 @@ Tensor bias_add_forward(const Tensor& x, const Tensor& b) {
   const Device dev = common_device("bias_add_forward", x, b);
   const Tensor xc = x.contiguous(), bc = b.contiguous();
   Tensor y = Tensor::empty(x.shape(), DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
-      cpu::bias_add_forward(xc.f32(), bc.f32(), y.f32(), v.outer, v.C, v.inner);
-      return y;
-    case DeviceType::cuda:
+  dispatch("bias_add_forward", dev, {
+    .cpu = [&] { cpu::bias_add_forward(xc.f32(), bc.f32(), y.f32(), v.outer, v.C, v.inner); },
 #if EPOCH_WITH_CUDA
-      cuda::bias_add_forward(xc.f32(), bc.f32(), y.f32(), v.outer, v.C, v.inner);
-      return y;
+    .cuda = [&] { cuda::bias_add_forward(xc.f32(), bc.f32(), y.f32(), v.outer, v.C, v.inner); },
 #endif
-      break;
-  }
-  no_backend("bias_add_forward", dev);
+  });
+  return y;
 }
 
 Tensor bias_add_backward(const Tensor& dy) {
@@ -172,18 +149,13 @@ Tensor bias_add_backward(const Tensor& dy) {
   const Tensor dyc = dy.contiguous();
   const Device dev = dy.device();
   Tensor db = Tensor::empty({v.C}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
-      cpu::bias_add_backward(dyc.f32(), db.f32(), v.outer, v.C, v.inner);
-      return db;
-    case DeviceType::cuda:
+  dispatch("bias_add_backward", dev, {
+    .cpu = [&] { cpu::bias_add_backward(dyc.f32(), db.f32(), v.outer, v.C, v.inner); },
 #if EPOCH_WITH_CUDA
-      cuda::bias_add_backward(dyc.f32(), db.f32(), v.outer, v.C, v.inner);
-      return db;
+    .cuda = [&] { cuda::bias_add_backward(dyc.f32(), db.f32(), v.outer, v.C, v.inner); },
 #endif
-      break;
-  }
-  no_backend("bias_add_backward", dev);
+  });
+  return db;
 }
 
 }  // namespace epoch::ops

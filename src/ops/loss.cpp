@@ -54,21 +54,21 @@ SoftmaxCrossEntropyResult softmax_cross_entropy_forward(const Tensor& logits_in,
   const Tensor logits = logits_in.contiguous(), labels = labels_in.contiguous();
   SoftmaxCrossEntropyResult r;
   r.probs = Tensor::empty({N, K}, DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      r.loss = Tensor::scalar(static_cast<float>(cpu::softmax_cross_entropy_forward(
-          logits.f32(), labels.data<std::int32_t>(), r.probs.f32(), N, K)));
-      return r;
-    case DeviceType::cuda:
+  const std::int32_t* l = labels.data<std::int32_t>();
+  dispatch(op, d, {
+    .cpu =
+        [&] {
+          r.loss = Tensor::scalar(static_cast<float>(
+              cpu::softmax_cross_entropy_forward(logits.f32(), l, r.probs.f32(), N, K)));
+        },
 #if EPOCH_WITH_CUDA
+    .cuda = [&] {
       r.loss = Tensor::empty({}, DType::f32, d);  // stays on the device
-      cuda::softmax_cross_entropy_forward(logits.f32(), labels.data<std::int32_t>(),
-                                          r.probs.f32(), r.loss.f32(), N, K);
-      return r;
+      cuda::softmax_cross_entropy_forward(logits.f32(), l, r.probs.f32(), r.loss.f32(), N, K);
+    },
 #endif
-      break;
-  }
-  no_backend(op, d);
+  });
+  return r;
 }
 
 Tensor softmax_cross_entropy_backward(float dloss, const Tensor& probs_in,
@@ -80,41 +80,37 @@ Tensor softmax_cross_entropy_backward(float dloss, const Tensor& probs_in,
   const Device d = common_device(op, probs_in, labels_in);
   const Tensor probs = probs_in.contiguous(), labels = labels_in.contiguous();
   Tensor dlogits = Tensor::empty({N, K}, DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::softmax_cross_entropy_backward(dloss, probs.f32(), labels.data<std::int32_t>(),
-                                          dlogits.f32(), N, K);
-      return dlogits;
-    case DeviceType::cuda:
+  const std::int32_t* l = labels.data<std::int32_t>();
+  dispatch(op, d, {
+    .cpu = [&] { cpu::softmax_cross_entropy_backward(dloss, probs.f32(), l, dlogits.f32(), N, K); },
 #if EPOCH_WITH_CUDA
-      cuda::softmax_cross_entropy_backward(dloss, probs.f32(), labels.data<std::int32_t>(),
-                                           dlogits.f32(), N, K);
-      return dlogits;
+    .cuda = [&] {
+      cuda::softmax_cross_entropy_backward(dloss, probs.f32(), l, dlogits.f32(), N, K);
+    },
 #endif
-      break;
-  }
-  no_backend(op, d);
+  });
+  return dlogits;
 }
 
 Tensor bce_with_logits_forward(const Tensor& logits_in, const Tensor& targets_in) {
   const char* op = "bce_with_logits_forward";
   const Device d = check_pair(op, "logits", logits_in, targets_in);
   const Tensor x = logits_in.contiguous(), t = targets_in.contiguous();
-  switch (d.type) {
-    case DeviceType::cpu:
-      return Tensor::scalar(
-          static_cast<float>(cpu::bce_with_logits_forward(x.f32(), t.f32(), x.numel())));
-    case DeviceType::cuda:
+  Tensor loss;
+  dispatch(op, d, {
+    .cpu =
+        [&] {
+          loss = Tensor::scalar(
+              static_cast<float>(cpu::bce_with_logits_forward(x.f32(), t.f32(), x.numel())));
+        },
 #if EPOCH_WITH_CUDA
-    {
-      Tensor loss = Tensor::empty({}, DType::f32, d);  // stays on the device
+    .cuda = [&] {
+      loss = Tensor::empty({}, DType::f32, d);  // stays on the device
       cuda::bce_with_logits_forward(x.f32(), t.f32(), loss.f32(), x.numel());
-      return loss;
-    }
+    },
 #endif
-      break;
-  }
-  no_backend(op, d);
+  });
+  return loss;
 }
 
 Tensor bce_with_logits_backward(float dloss, const Tensor& logits_in, const Tensor& targets_in) {
@@ -122,38 +118,33 @@ Tensor bce_with_logits_backward(float dloss, const Tensor& logits_in, const Tens
   const Device d = check_pair(op, "logits", logits_in, targets_in);
   const Tensor x = logits_in.contiguous(), t = targets_in.contiguous();
   Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::bce_with_logits_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
-      return dx;
-    case DeviceType::cuda:
+  dispatch(op, d, {
+    .cpu = [&] { cpu::bce_with_logits_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::bce_with_logits_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
-      return dx;
+    .cuda = [&] { cuda::bce_with_logits_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel()); },
 #endif
-      break;
-  }
-  no_backend(op, d);
+  });
+  return dx;
 }
 
 Tensor mse_forward(const Tensor& x_in, const Tensor& target_in) {
   const char* op = "mse_forward";
   const Device d = check_pair(op, "x", x_in, target_in);
   const Tensor x = x_in.contiguous(), t = target_in.contiguous();
-  switch (d.type) {
-    case DeviceType::cpu:
-      return Tensor::scalar(static_cast<float>(cpu::mse_forward(x.f32(), t.f32(), x.numel())));
-    case DeviceType::cuda:
+  Tensor loss;
+  dispatch(op, d, {
+    .cpu =
+        [&] {
+          loss = Tensor::scalar(static_cast<float>(cpu::mse_forward(x.f32(), t.f32(), x.numel())));
+        },
 #if EPOCH_WITH_CUDA
-    {
-      Tensor loss = Tensor::empty({}, DType::f32, d);  // stays on the device
+    .cuda = [&] {
+      loss = Tensor::empty({}, DType::f32, d);  // stays on the device
       cuda::mse_forward(x.f32(), t.f32(), loss.f32(), x.numel());
-      return loss;
-    }
+    },
 #endif
-      break;
-  }
-  no_backend(op, d);
+  });
+  return loss;
 }
 
 Tensor mse_backward(float dloss, const Tensor& x_in, const Tensor& target_in) {
@@ -161,38 +152,33 @@ Tensor mse_backward(float dloss, const Tensor& x_in, const Tensor& target_in) {
   const Device d = check_pair(op, "x", x_in, target_in);
   const Tensor x = x_in.contiguous(), t = target_in.contiguous();
   Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::mse_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
-      return dx;
-    case DeviceType::cuda:
+  dispatch(op, d, {
+    .cpu = [&] { cpu::mse_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::mse_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
-      return dx;
+    .cuda = [&] { cuda::mse_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel()); },
 #endif
-      break;
-  }
-  no_backend(op, d);
+  });
+  return dx;
 }
 
 Tensor l1_forward(const Tensor& x_in, const Tensor& target_in) {
   const char* op = "l1_forward";
   const Device d = check_pair(op, "x", x_in, target_in);
   const Tensor x = x_in.contiguous(), t = target_in.contiguous();
-  switch (d.type) {
-    case DeviceType::cpu:
-      return Tensor::scalar(static_cast<float>(cpu::l1_forward(x.f32(), t.f32(), x.numel())));
-    case DeviceType::cuda:
+  Tensor loss;
+  dispatch(op, d, {
+    .cpu =
+        [&] {
+          loss = Tensor::scalar(static_cast<float>(cpu::l1_forward(x.f32(), t.f32(), x.numel())));
+        },
 #if EPOCH_WITH_CUDA
-    {
-      Tensor loss = Tensor::empty({}, DType::f32, d);  // stays on the device
+    .cuda = [&] {
+      loss = Tensor::empty({}, DType::f32, d);  // stays on the device
       cuda::l1_forward(x.f32(), t.f32(), loss.f32(), x.numel());
-      return loss;
-    }
+    },
 #endif
-      break;
-  }
-  no_backend(op, d);
+  });
+  return loss;
 }
 
 Tensor l1_backward(float dloss, const Tensor& x_in, const Tensor& target_in) {
@@ -200,18 +186,13 @@ Tensor l1_backward(float dloss, const Tensor& x_in, const Tensor& target_in) {
   const Device d = check_pair(op, "x", x_in, target_in);
   const Tensor x = x_in.contiguous(), t = target_in.contiguous();
   Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::l1_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
-      return dx;
-    case DeviceType::cuda:
+  dispatch(op, d, {
+    .cpu = [&] { cpu::l1_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel()); },
 #if EPOCH_WITH_CUDA
-      cuda::l1_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel());
-      return dx;
+    .cuda = [&] { cuda::l1_backward(dloss, x.f32(), t.f32(), dx.f32(), x.numel()); },
 #endif
-      break;
-  }
-  no_backend(op, d);
+  });
+  return dx;
 }
 
 }  // namespace epoch::ops

@@ -4,7 +4,6 @@
 #include "epoch/ops/norm.h"
 
 #include "cpu/norm_cpu.h"
-#include "epoch/ops/backend.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_ONEDNN
@@ -63,31 +62,30 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
   r.y = Tensor::empty(x.shape(), DType::f32, dev);
   r.save_mean = Tensor::empty({d.C}, DType::f32, dev);
   r.save_invstd = Tensor::empty({d.C}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  dispatch(op, dev, {
+    .cpu =
+        [&] {
+          cpu::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
+                                  running_var.f32(), r.y.f32(), r.save_mean.f32(),
+                                  r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
+        },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
-                                        running_var.f32(), r.y.f32(), r.save_mean.f32(),
-                                        r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum,
-                                        eps);
-        return r;
-      }
+    .fast =
+        [&] {
+          cpu::onednn::batch_norm_forward(
+              xc.f32(), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(), r.y.f32(),
+              r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
+        },
 #endif
-      cpu::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
-                              running_var.f32(), r.y.f32(), r.save_mean.f32(),
-                              r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
-      return r;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
-      cuda::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
-                               running_var.f32(), r.y.f32(), r.save_mean.f32(),
-                               r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
-      return r;
+    .cuda = [&] {
+      cuda::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
+                               r.y.f32(), r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW,
+                               training, momentum, eps);
+    },
 #endif
-      break;
-  }
-  no_backend(op, dev);
+  });
+  return r;
 }
 
 BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
@@ -107,28 +105,28 @@ BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tens
   g.dx = Tensor::empty(x.shape(), DType::f32, dev);
   g.dgamma = Tensor::empty({d.C}, DType::f32, dev);
   g.dbeta = Tensor::empty({d.C}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  dispatch(op, dev, {
+    .cpu =
+        [&] {
+          cpu::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(), g.dx.f32(),
+                                   g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
+        },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(),
-                                         g.dx.f32(), g.dgamma.f32(), g.dbeta.f32(), d.N, d.C,
-                                         d.HW, training);
-        return g;
-      }
+    .fast =
+        [&] {
+          cpu::onednn::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(),
+                                           g.dx.f32(), g.dgamma.f32(), g.dbeta.f32(), d.N, d.C,
+                                           d.HW, training);
+        },
 #endif
-      cpu::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(), g.dx.f32(),
-                               g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
-      return g;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
+    .cuda = [&] {
       cuda::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(), g.dx.f32(),
                                 g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
-      return g;
+    },
 #endif
-      break;
-  }
-  no_backend(op, dev);
+  });
+  return g;
 }
 
 Tensor lrn_forward(const Tensor& x, const LrnParams& p) {
@@ -136,27 +134,22 @@ Tensor lrn_forward(const Tensor& x, const LrnParams& p) {
   const Tensor xc = x.contiguous();
   const Device dev = x.device();
   Tensor y = Tensor::empty(x.shape(), DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  const std::int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3);
+  // oneDNN centres the window: its fast path takes odd sizes only.
+  dispatch("lrn_forward", dev, {
+    .cpu = [&] { cpu::lrn_forward(xc.f32(), y.f32(), N, C, HW, p.size, p.alpha, p.beta, p.k); },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn() && p.size % 2 == 1) {  // oneDNN centres the window: odd sizes only
-        cpu::onednn::lrn_forward(xc.f32(), y.f32(), x.size(0), x.size(1), x.size(2) * x.size(3),
-                                 p.size, p.alpha, p.beta, p.k);
-        return y;
-      }
+    .fast =
+        [&] {
+          cpu::onednn::lrn_forward(xc.f32(), y.f32(), N, C, HW, p.size, p.alpha, p.beta, p.k);
+        },
+    .fast_if = (p.size % 2 == 1),
 #endif
-      cpu::lrn_forward(xc.f32(), y.f32(), x.size(0), x.size(1), x.size(2) * x.size(3), p.size,
-                       p.alpha, p.beta, p.k);
-      return y;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
-      cuda::lrn_forward(xc.f32(), y.f32(), x.size(0), x.size(1), x.size(2) * x.size(3), p.size,
-                        p.alpha, p.beta, p.k);
-      return y;
+    .cuda = [&] { cuda::lrn_forward(xc.f32(), y.f32(), N, C, HW, p.size, p.alpha, p.beta, p.k); },
 #endif
-      break;
-  }
-  no_backend("lrn_forward", dev);
+  });
+  return y;
 }
 
 Tensor lrn_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const LrnParams& p) {
@@ -164,32 +157,35 @@ Tensor lrn_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const Lr
   check_f32("lrn_backward", "dy", dy);
   check_f32("lrn_backward", "y", y);
   EPOCH_CHECK(dy.shape() == x.shape() && y.shape() == x.shape(), "lrn_backward: dy ",
-              shape_str(dy.shape()), ", x ", shape_str(x.shape()), " and y ",
-              shape_str(y.shape()), " must have the same shape");
+              shape_str(dy.shape()), ", x ", shape_str(x.shape()), " and y ", shape_str(y.shape()),
+              " must have the same shape");
   const Device dev = common_device("lrn_backward", dy, x, y);
   const Tensor dyc = dy.contiguous(), xc = x.contiguous(), yc = y.contiguous();
   Tensor dx = Tensor::empty(x.shape(), DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  const std::int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3);
+  // oneDNN centres the window: its fast path takes odd sizes only.
+  dispatch("lrn_backward", dev, {
+    .cpu =
+        [&] {
+          cpu::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), N, C, HW, p.size, p.alpha,
+                            p.beta, p.k);
+        },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn() && p.size % 2 == 1) {
-        cpu::onednn::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), x.size(0), x.size(1),
-                                  x.size(2) * x.size(3), p.size, p.alpha, p.beta, p.k);
-        return dx;
-      }
+    .fast =
+        [&] {
+          cpu::onednn::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), N, C, HW, p.size,
+                                    p.alpha, p.beta, p.k);
+        },
+    .fast_if = (p.size % 2 == 1),
 #endif
-      cpu::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), x.size(0), x.size(1),
-                        x.size(2) * x.size(3), p.size, p.alpha, p.beta, p.k);
-      return dx;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
-      cuda::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), x.size(0), x.size(1),
-                         x.size(2) * x.size(3), p.size, p.alpha, p.beta, p.k);
-      return dx;
+    .cuda = [&] {
+      cuda::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), N, C, HW, p.size, p.alpha, p.beta,
+                         p.k);
+    },
 #endif
-      break;
-  }
-  no_backend("lrn_backward", dev);
+  });
+  return dx;
 }
 
 }  // namespace epoch::ops

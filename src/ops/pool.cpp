@@ -3,7 +3,7 @@
 #include "epoch/ops/pool.h"
 
 #include "cpu/pool_cpu.h"
-#include "epoch/ops/backend.h"
+#include "kernels/args.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_ONEDNN
@@ -17,9 +17,9 @@ namespace epoch::ops {
 namespace {
 
 // Validates an (N, C, H, W) input and the parameters; returns the pooling sizes.
-cpu::Pool2dDims pool_dims(const char* op, const Shape& x_shape, const Pool2dParams& p) {
+kernels::Pool2dDims pool_dims(const char* op, const Shape& x_shape, const Pool2dParams& p) {
   EPOCH_CHECK(x_shape.size() == 4, op, ": x must be (N, C, H, W), got ", shape_str(x_shape));
-  cpu::Pool2dDims d;
+  kernels::Pool2dDims d;
   d.planes = x_shape[0] * x_shape[1];
   d.H = x_shape[2];
   d.W = x_shape[3];
@@ -34,7 +34,7 @@ cpu::Pool2dDims pool_dims(const char* op, const Shape& x_shape, const Pool2dPara
   return d;
 }
 
-Shape out_shape(const Shape& x_shape, const cpu::Pool2dDims& d) {
+Shape out_shape(const Shape& x_shape, const kernels::Pool2dDims& d) {
   return {x_shape[0], x_shape[1], d.OH, d.OW};
 }
 
@@ -46,9 +46,8 @@ bool reference_indices(const MaxPoolResult& fwd) {
 
 #if EPOCH_WITH_ONEDNN
 // True when `indices` is a oneDNN max-pooling workspace for these sizes (C channels).
-bool onednn_workspace(const MaxPoolResult& fwd, const cpu::Pool2dDims& d, std::int64_t C) {
-  return fwd.indices.defined() && fwd.indices.dtype() == DType::u8 &&
-         fwd.indices.is_contiguous() &&
+bool onednn_workspace(const MaxPoolResult& fwd, const kernels::Pool2dDims& d, std::int64_t C) {
+  return fwd.indices.defined() && fwd.indices.dtype() == DType::u8 && fwd.indices.is_contiguous() &&
          fwd.indices.numel() == cpu::onednn::max_pool2d_workspace_bytes(d, C);
 }
 #endif
@@ -59,8 +58,8 @@ std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
                            std::int64_t pad_begin, std::int64_t pad_end) {
   EPOCH_CHECK(in >= 1 && k >= 1 && stride >= 1, "pool2d: input size ", in, ", kernel ", k,
               " and stride ", stride, " must be positive");
-  EPOCH_CHECK(pad_begin >= 0 && pad_end >= 0 && pad_begin < k && pad_end < k,
-              "pool2d: padding (", pad_begin, ", ", pad_end, ") must be in [0, kernel ", k, ")");
+  EPOCH_CHECK(pad_begin >= 0 && pad_end >= 0 && pad_begin < k && pad_end < k, "pool2d: padding (",
+              pad_begin, ", ", pad_end, ") must be in [0, kernel ", k, ")");
   EPOCH_CHECK(in + pad_begin + pad_end >= k, "pool2d: kernel ", k,
               " is larger than the padded input ", in, " + ", pad_begin, " + ", pad_end,
               "; the output would be empty");
@@ -69,40 +68,42 @@ std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
 
 MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   check_f32("max_pool2d_forward", "x", x);
-  const cpu::Pool2dDims d = pool_dims("max_pool2d_forward", x.shape(), p);
+  const kernels::Pool2dDims d = pool_dims("max_pool2d_forward", x.shape(), p);
   const Tensor xc = x.contiguous();
   const Device dev = x.device();
   MaxPoolResult r;
   r.y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  dispatch("max_pool2d_forward", dev, {
+    .cpu =
+        [&] {
+          r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
+          cpu::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
+        },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {  // indices hold oneDNN's workspace bytes (u8)
-        const std::int64_t C = x.size(1);
-        r.indices = Tensor::empty({cpu::onednn::max_pool2d_workspace_bytes(d, C)}, DType::u8, dev);
-        cpu::onednn::max_pool2d_forward(d, C, xc.f32(), r.y.f32(), r.indices.data<std::uint8_t>());
-        return r;
-      }
+    .fast =
+        [&] {  // indices hold oneDNN's workspace bytes (u8)
+          const std::int64_t C = x.size(1);
+          r.indices =
+              Tensor::empty({cpu::onednn::max_pool2d_workspace_bytes(d, C)}, DType::u8, dev);
+          cpu::onednn::max_pool2d_forward(d, C, xc.f32(), r.y.f32(),
+                                          r.indices.data<std::uint8_t>());
+        },
 #endif
-      r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
-      cpu::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
-      return r;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
+    .cuda = [&] {
       r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
       cuda::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
-      return r;
+    },
 #endif
-      break;
-  }
-  no_backend("max_pool2d_forward", dev);
+  });
+  return r;
 }
 
 Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResult& fwd,
                            const Pool2dParams& p) {
   check_f32("max_pool2d_backward", "dy", dy);
   check_f32("max_pool2d_backward", "x", x);
-  const cpu::Pool2dDims d = pool_dims("max_pool2d_backward", x.shape(), p);
+  const kernels::Pool2dDims d = pool_dims("max_pool2d_backward", x.shape(), p);
   const Shape y_shape = out_shape(x.shape(), d);
   EPOCH_CHECK(dy.shape() == y_shape, "max_pool2d_backward: dy ", shape_str(dy.shape()),
               " does not match the output shape ", shape_str(y_shape));
@@ -112,91 +113,80 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
   const Device dev = common_device("max_pool2d_backward", dy, x, fwd.indices);
   const Tensor dyc = dy.contiguous();
   Tensor dx = Tensor::empty(x.shape(), DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
-      if (reference_indices(fwd)) {
-        const Tensor idx = fwd.indices.contiguous();
-        cpu::max_pool2d_backward(d, dyc.f32(), idx.data<std::int32_t>(), dx.f32());
-        return dx;
-      }
+  dispatch("max_pool2d_backward", dev, {
+    // On the CPU the forward's indices decide the kernel, whichever CPU kernels are selected
+    // now: i32 argmax positions go to the reference kernel, a oneDNN workspace to oneDNN.
+    .cpu =
+        [&] {
+          if (reference_indices(fwd)) {
+            const Tensor idx = fwd.indices.contiguous();
+            cpu::max_pool2d_backward(d, dyc.f32(), idx.data<std::int32_t>(), dx.f32());
+            return;
+          }
 #if EPOCH_WITH_ONEDNN
-      // A workspace only oneDNN can read, whichever CPU kernels are selected now.
-      if (onednn_workspace(fwd, d, x.size(1))) {
-        cpu::onednn::max_pool2d_backward(d, x.size(1), dyc.f32(),
-                                         fwd.indices.data<std::uint8_t>(), dx.f32());
-        return dx;
-      }
+          if (onednn_workspace(fwd, d, x.size(1))) {
+            cpu::onednn::max_pool2d_backward(d, x.size(1), dyc.f32(),
+                                             fwd.indices.data<std::uint8_t>(), dx.f32());
+            return;
+          }
 #endif
-      EPOCH_THROW(InvalidArgument, "max_pool2d_backward: indices ",
-                  shape_str(fwd.indices.shape()),
-                  " are neither i32 argmax positions nor a workspace this build can read");
-    case DeviceType::cuda:
+          EPOCH_THROW(InvalidArgument, "max_pool2d_backward: indices ",
+                      shape_str(fwd.indices.shape()),
+                      " are neither i32 argmax positions nor a workspace this build can read");
+        },
 #if EPOCH_WITH_CUDA
+    .cuda = [&] {
       EPOCH_CHECK(reference_indices(fwd), "max_pool2d_backward: indices ",
                   shape_str(fwd.indices.shape()), " are not the i32 argmax positions of ",
                   "a CUDA max_pool2d_forward");
       cuda::max_pool2d_backward(d, dyc.f32(), fwd.indices.contiguous().data<std::int32_t>(),
                                 dx.f32());
-      return dx;
+    },
 #endif
-      break;
-  }
-  no_backend("max_pool2d_backward", dev);
+  });
+  return dx;
 }
 
 Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   check_f32("avg_pool2d_forward", "x", x);
-  const cpu::Pool2dDims d = pool_dims("avg_pool2d_forward", x.shape(), p);
+  const kernels::Pool2dDims d = pool_dims("avg_pool2d_forward", x.shape(), p);
   const Tensor xc = x.contiguous();
   const Device dev = x.device();
   Tensor y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  const bool include_pad = p.count_include_pad;
+  dispatch("avg_pool2d_forward", dev, {
+    .cpu = [&] { cpu::avg_pool2d_forward(d, include_pad, xc.f32(), y.f32()); },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::avg_pool2d_forward(d, x.size(1), p.count_include_pad, xc.f32(), y.f32());
-        return y;
-      }
+    .fast = [&] { cpu::onednn::avg_pool2d_forward(d, x.size(1), include_pad, xc.f32(), y.f32()); },
 #endif
-      cpu::avg_pool2d_forward(d, p.count_include_pad, xc.f32(), y.f32());
-      return y;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
-      cuda::avg_pool2d_forward(d, p.count_include_pad, xc.f32(), y.f32());
-      return y;
+    .cuda = [&] { cuda::avg_pool2d_forward(d, include_pad, xc.f32(), y.f32()); },
 #endif
-      break;
-  }
-  no_backend("avg_pool2d_forward", dev);
+  });
+  return y;
 }
 
 Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dParams& p) {
   check_f32("avg_pool2d_backward", "dy", dy);
-  const cpu::Pool2dDims d = pool_dims("avg_pool2d_backward", x_shape, p);
+  const kernels::Pool2dDims d = pool_dims("avg_pool2d_backward", x_shape, p);
   EPOCH_CHECK(dy.shape() == out_shape(x_shape, d), "avg_pool2d_backward: dy ",
               shape_str(dy.shape()), " does not match the output shape ",
               shape_str(out_shape(x_shape, d)));
   const Tensor dyc = dy.contiguous();
   const Device dev = dy.device();
   Tensor dx = Tensor::empty(x_shape, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
+  const bool include_pad = p.count_include_pad;
+  dispatch("avg_pool2d_backward", dev, {
+    .cpu = [&] { cpu::avg_pool2d_backward(d, include_pad, dyc.f32(), dx.f32()); },
 #if EPOCH_WITH_ONEDNN
-      if (use_onednn()) {
-        cpu::onednn::avg_pool2d_backward(d, x_shape[1], p.count_include_pad, dyc.f32(), dx.f32());
-        return dx;
-      }
+    .fast =
+        [&] { cpu::onednn::avg_pool2d_backward(d, x_shape[1], include_pad, dyc.f32(), dx.f32()); },
 #endif
-      cpu::avg_pool2d_backward(d, p.count_include_pad, dyc.f32(), dx.f32());
-      return dx;
-    case DeviceType::cuda:
 #if EPOCH_WITH_CUDA
-      cuda::avg_pool2d_backward(d, p.count_include_pad, dyc.f32(), dx.f32());
-      return dx;
+    .cuda = [&] { cuda::avg_pool2d_backward(d, include_pad, dyc.f32(), dx.f32()); },
 #endif
-      break;
-  }
-  no_backend("avg_pool2d_backward", dev);
+  });
+  return dx;
 }
 
 Tensor global_avg_pool2d_forward(const Tensor& x) {
@@ -207,20 +197,14 @@ Tensor global_avg_pool2d_forward(const Tensor& x) {
   const Tensor xc = x.contiguous();
   const Device dev = x.device();
   Tensor y = Tensor::empty({x.size(0), x.size(1)}, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
-      cpu::global_avg_pool2d_forward(xc.f32(), y.f32(), x.size(0) * x.size(1),
-                                     x.size(2) * x.size(3));
-      return y;
-    case DeviceType::cuda:
+  const std::int64_t planes = x.size(0) * x.size(1), HW = x.size(2) * x.size(3);
+  dispatch("global_avg_pool2d_forward", dev, {
+    .cpu = [&] { cpu::global_avg_pool2d_forward(xc.f32(), y.f32(), planes, HW); },
 #if EPOCH_WITH_CUDA
-      cuda::global_avg_pool2d_forward(xc.f32(), y.f32(), x.size(0) * x.size(1),
-                                      x.size(2) * x.size(3));
-      return y;
+    .cuda = [&] { cuda::global_avg_pool2d_forward(xc.f32(), y.f32(), planes, HW); },
 #endif
-      break;
-  }
-  no_backend("global_avg_pool2d_forward", dev);
+  });
+  return y;
 }
 
 Tensor global_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape) {
@@ -233,20 +217,14 @@ Tensor global_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape) {
   const Tensor dyc = dy.contiguous();
   const Device dev = dy.device();
   Tensor dx = Tensor::empty(x_shape, DType::f32, dev);
-  switch (dev.type) {
-    case DeviceType::cpu:
-      cpu::global_avg_pool2d_backward(dyc.f32(), dx.f32(), x_shape[0] * x_shape[1],
-                                      x_shape[2] * x_shape[3]);
-      return dx;
-    case DeviceType::cuda:
+  const std::int64_t planes = x_shape[0] * x_shape[1], HW = x_shape[2] * x_shape[3];
+  dispatch("global_avg_pool2d_backward", dev, {
+    .cpu = [&] { cpu::global_avg_pool2d_backward(dyc.f32(), dx.f32(), planes, HW); },
 #if EPOCH_WITH_CUDA
-      cuda::global_avg_pool2d_backward(dyc.f32(), dx.f32(), x_shape[0] * x_shape[1],
-                                       x_shape[2] * x_shape[3]);
-      return dx;
+    .cuda = [&] { cuda::global_avg_pool2d_backward(dyc.f32(), dx.f32(), planes, HW); },
 #endif
-      break;
-  }
-  no_backend("global_avg_pool2d_backward", dev);
+  });
+  return dx;
 }
 
 }  // namespace epoch::ops

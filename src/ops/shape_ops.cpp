@@ -30,18 +30,12 @@ std::int64_t span_numel(const Shape& shape, std::int64_t begin, std::int64_t end
 void copy_rows(Device d, void* dst, std::int64_t dst_stride, const void* src,
                std::int64_t src_stride, std::int64_t rows, std::int64_t row_bytes) {
   if (rows == 0 || row_bytes == 0) return;
-  switch (d.type) {
-    case DeviceType::cpu:
-      cpu::copy_rows(dst, dst_stride, src, src_stride, rows, row_bytes);
-      return;
-    case DeviceType::cuda:
+  dispatch("copy_rows", d, {
+    .cpu = [&] { cpu::copy_rows(dst, dst_stride, src, src_stride, rows, row_bytes); },
 #if EPOCH_WITH_CUDA
-      cuda::copy_rows(dst, dst_stride, src, src_stride, rows, row_bytes);
-      return;
+    .cuda = [&] { cuda::copy_rows(dst, dst_stride, src, src_stride, rows, row_bytes); },
 #endif
-      break;
-  }
-  no_backend("copy_rows", d);
+  });
 }
 
 }  // namespace
@@ -136,18 +130,13 @@ Tensor upsample_nearest2x_forward(const Tensor& x_in) {
   const Tensor x = x_in.contiguous();
   const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   Tensor y = Tensor::empty({N, C, 2 * H, 2 * W}, DType::f32, x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      cpu::upsample_nearest2x_forward(x.f32(), y.f32(), N, C, H, W);
-      return y;
-    case DeviceType::cuda:
+  dispatch("upsample_nearest2x_forward", x.device(), {
+    .cpu = [&] { cpu::upsample_nearest2x_forward(x.f32(), y.f32(), N, C, H, W); },
 #if EPOCH_WITH_CUDA
-      cuda::upsample_nearest2x_forward(x.f32(), y.f32(), N, C, H, W);
-      return y;
+    .cuda = [&] { cuda::upsample_nearest2x_forward(x.f32(), y.f32(), N, C, H, W); },
 #endif
-      break;
-  }
-  no_backend("upsample_nearest2x_forward", x.device());
+  });
+  return y;
 }
 
 Tensor upsample_nearest2x_backward(const Tensor& dy_in) {
@@ -158,18 +147,13 @@ Tensor upsample_nearest2x_backward(const Tensor& dy_in) {
   const Tensor dy = dy_in.contiguous();
   const std::int64_t N = dy.size(0), C = dy.size(1), H = dy.size(2) / 2, W = dy.size(3) / 2;
   Tensor dx = Tensor::empty({N, C, H, W}, DType::f32, dy.device());
-  switch (dy.device().type) {
-    case DeviceType::cpu:
-      cpu::upsample_nearest2x_backward(dy.f32(), dx.f32(), N, C, H, W);
-      return dx;
-    case DeviceType::cuda:
+  dispatch("upsample_nearest2x_backward", dy.device(), {
+    .cpu = [&] { cpu::upsample_nearest2x_backward(dy.f32(), dx.f32(), N, C, H, W); },
 #if EPOCH_WITH_CUDA
-      cuda::upsample_nearest2x_backward(dy.f32(), dx.f32(), N, C, H, W);
-      return dx;
+    .cuda = [&] { cuda::upsample_nearest2x_backward(dy.f32(), dx.f32(), N, C, H, W); },
 #endif
-      break;
-  }
-  no_backend("upsample_nearest2x_backward", dy.device());
+  });
+  return dx;
 }
 
 }  // namespace epoch::ops

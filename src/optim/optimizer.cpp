@@ -1,17 +1,13 @@
 // The Optimizer base (parameters, learning rate, step count, named state for checkpoints) and
-// the SGD, Adam/AdamW and RMSprop updates, dispatched by device to the fused kernels.
+// the SGD, Adam/AdamW and RMSprop updates, run by the fused update ops (epoch/ops/optim.h).
 #include "epoch/optim/optimizer.h"
 
 #include <cmath>
 #include <limits>
 #include <set>
 
-#include "cpu/optim_cpu.h"
 #include "epoch/autograd/autograd.h"
-
-#if EPOCH_WITH_CUDA
-#include "cuda/optim_cuda.h"
-#endif
+#include "epoch/ops/optim.h"
 
 namespace epoch::optim {
 namespace {
@@ -28,11 +24,6 @@ void check_nonnegative(const std::string& optimizer, const char* name, float val
 void check_beta(const std::string& optimizer, const char* name, float value) {
   check_hyper(value >= 0.0f && value < 1.0f, optimizer,
               (std::string(name) + " must be in [0, 1)").c_str(), value);
-}
-
-[[noreturn]] void no_kernel(const std::string& optimizer, Device d) {
-  EPOCH_THROW(BackendUnavailable, optimizer, ": no update kernel for parameters on ", d.str(),
-              " (this build has no CUDA backend)");
 }
 
 Tensor scalar_i32(std::int64_t value) {
@@ -189,21 +180,12 @@ Sgd::Sgd(NamedTensors params, float lr, float momentum, bool nesterov, float wei
 }
 
 void Sgd::update(std::size_t i, Tensor& param, const Tensor& grad) {
-  float* buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i).f32() : nullptr;
-  switch (param.device().type) {
-    case DeviceType::cpu:
-      cpu::sgd_step(param.f32(), grad.f32(), buf, param.numel(), lr(), momentum_,
-                    decay_for(i, weight_decay_), nesterov_);
-      return;
-    case DeviceType::cuda:
-#if EPOCH_WITH_CUDA
-      cuda::sgd_step(param.f32(), grad.f32(), buf, param.numel(), lr(), momentum_,
-                     decay_for(i, weight_decay_), nesterov_);
-      return;
-#endif
-      break;
-  }
-  no_kernel(name(), param.device());
+  Tensor buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i) : Tensor();
+  ops::sgd_step_(param, grad, buf,
+                 {.lr = lr(),
+                  .momentum = momentum_,
+                  .weight_decay = decay_for(i, weight_decay_),
+                  .nesterov = nesterov_});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -233,27 +215,17 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
   // Bias corrections in double, rounded once (PyTorch computes them in Python floats).
   const double bias1 = 1.0 - std::pow(static_cast<double>(beta1_), next);
   const double sqrt_bias2 = std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), next));
-  switch (param.device().type) {
-    case DeviceType::cpu:
-      cpu::adam_step(param.f32(), grad.f32(), buffer(exp_avg_, i).f32(),
-                     buffer(exp_avg_sq_, i).f32(), param.numel(), lr(), beta1_, beta2_, eps_,
-                     decay_for(i, weight_decay_), decoupled_, static_cast<float>(lr() / bias1),
-                     static_cast<float>(sqrt_bias2));
-      t = next;
-      return;
-    case DeviceType::cuda:
-#if EPOCH_WITH_CUDA
-      // The step counter stays on the host; only the rounded scalars go to the kernel.
-      cuda::adam_step(param.f32(), grad.f32(), buffer(exp_avg_, i).f32(),
-                      buffer(exp_avg_sq_, i).f32(), param.numel(), lr(), beta1_, beta2_, eps_,
-                      decay_for(i, weight_decay_), decoupled_, static_cast<float>(lr() / bias1),
-                      static_cast<float>(sqrt_bias2));
-      t = next;
-      return;
-#endif
-      break;
-  }
-  no_kernel(name(), param.device());
+  // The step counter stays on the host; only the rounded scalars go to the kernel.
+  ops::adam_step_(param, grad, buffer(exp_avg_, i), buffer(exp_avg_sq_, i),
+                  {.lr = lr(),
+                   .beta1 = beta1_,
+                   .beta2 = beta2_,
+                   .eps = eps_,
+                   .weight_decay = decay_for(i, weight_decay_),
+                   .decoupled = decoupled_,
+                   .step_size = static_cast<float>(lr() / bias1),
+                   .sqrt_bias2 = static_cast<float>(sqrt_bias2)});
+  t = next;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -277,22 +249,14 @@ Rmsprop::Rmsprop(NamedTensors params, float lr, float alpha, float eps, float we
 }
 
 void Rmsprop::update(std::size_t i, Tensor& param, const Tensor& grad) {
-  float* ga = centered_ ? buffer(grad_avg_, i).f32() : nullptr;
-  float* buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i).f32() : nullptr;
-  switch (param.device().type) {
-    case DeviceType::cpu:
-      cpu::rmsprop_step(param.f32(), grad.f32(), buffer(square_avg_, i).f32(), ga, buf,
-                        param.numel(), lr(), alpha_, eps_, decay_for(i, weight_decay_), momentum_);
-      return;
-    case DeviceType::cuda:
-#if EPOCH_WITH_CUDA
-      cuda::rmsprop_step(param.f32(), grad.f32(), buffer(square_avg_, i).f32(), ga, buf,
-                         param.numel(), lr(), alpha_, eps_, decay_for(i, weight_decay_), momentum_);
-      return;
-#endif
-      break;
-  }
-  no_kernel(name(), param.device());
+  Tensor ga = centered_ ? buffer(grad_avg_, i) : Tensor();
+  Tensor buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i) : Tensor();
+  ops::rmsprop_step_(param, grad, buffer(square_avg_, i), ga, buf,
+                     {.lr = lr(),
+                      .alpha = alpha_,
+                      .eps = eps_,
+                      .weight_decay = decay_for(i, weight_decay_),
+                      .momentum = momentum_});
 }
 
 // ---------------------------------------------------------------------------------------------

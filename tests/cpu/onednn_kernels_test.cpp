@@ -28,8 +28,8 @@ using testing::parity::ConvShape;
 using testing::parity::matmul_shapes;
 using testing::parity::MatmulShape;
 
-cpu::Conv2dDims dims_of(const ConvShape& s) {
-  cpu::Conv2dDims d;
+kernels::Conv2dDims dims_of(const ConvShape& s) {
+  kernels::Conv2dDims d;
   d.N = s.N, d.C = s.C, d.H = s.H, d.W = s.W, d.OC = s.OC, d.KH = s.KH, d.KW = s.KW;
   d.stride_h = s.p.stride_h, d.stride_w = s.p.stride_w, d.pad_h = s.p.pad_h, d.pad_w = s.p.pad_w;
   d.dilation_h = s.p.dilation_h, d.dilation_w = s.p.dilation_w, d.groups = s.p.groups;
@@ -40,7 +40,7 @@ cpu::Conv2dDims dims_of(const ConvShape& s) {
 
 // Outputs start as 7 so that an element the kernel forgets to write shows.
 void check_layout(const ConvShape& s, cpu::onednn::ConvLayout layout) {
-  const cpu::Conv2dDims d = dims_of(s);
+  const kernels::Conv2dDims d = dims_of(s);
   const Shape xs{d.N, d.C, d.H, d.W}, ws{d.OC, d.C / d.groups, d.KH, d.KW};
   const Shape ys{d.N, d.OC, d.OH, d.OW};
   const Tensor x = testing::random_tensor(xs, 1), w = testing::random_tensor(ws, 2);
@@ -118,7 +118,7 @@ TEST(OnednnLrnErrors, EvenWindowThrows) {
 }
 
 TEST(OnednnPoolErrors, ChannelsMustDivideThePlanes) {
-  cpu::Pool2dDims d;
+  kernels::Pool2dDims d;
   d.planes = 6, d.H = d.W = 4, d.OH = d.OW = 2, d.KH = d.KW = 2, d.stride_h = d.stride_w = 2;
   EXPECT_THROW(cpu::onednn::max_pool2d_workspace_bytes(d, 4), InvalidArgument);
 }
