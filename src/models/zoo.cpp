@@ -6,6 +6,7 @@
 
 #include "epoch/autograd/functions.h"
 #include "epoch/nn/layers.h"
+#include "epoch/ops/convert.h"
 
 namespace epoch::models {
 namespace {
@@ -233,12 +234,9 @@ Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor&
   switch (task) {
     case Task::classification:
       return softmax_cross_entropy(output, labels);
-    case Task::binary: {
+    case Task::binary:  // the targets are made where the labels are: no trip to the host
       EPOCH_CHECK(labels.dtype() == DType::i32, "binary labels must be i32");
-      std::vector<float> t = labels.to_vector();
-      Tensor targets = Tensor::from_vector({static_cast<std::int64_t>(t.size()), 1}, t);
-      return bce_with_logits(output, targets.to(output.device()));
-    }
+      return bce_with_logits(output, ops::i32_to_f32(labels).view({labels.numel(), 1}));
     case Task::reconstruction:
       return mse_loss(output, flatten(x.detach()));
   }

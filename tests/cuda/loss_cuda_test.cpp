@@ -8,6 +8,8 @@
 
 #include "cuda/cuda_testing.h"
 #include "epoch/autograd/functions.h"
+#include "epoch/models/zoo.h"
+#include "epoch/ops/convert.h"
 #include "epoch/ops/loss.h"
 #include "testing/testing.h"
 
@@ -56,6 +58,25 @@ TEST_F(LossCuda, AutogradThroughCudaTensorsMatchesCpu) {
     return logits.grad();
   };
   EXPECT_TRUE(allclose(run(Device::cuda()), run(Device::cpu()), 1e-7f, 1e-5f));
+}
+
+// Binary targets are made on the device (no host round trip), and a loss backward on the
+// device scales by dy there: the binary loss and its gradient equal the CPU's.
+TEST_F(LossCuda, BinaryTaskLossStaysOnTheDeviceAndMatchesCpu) {
+  const Tensor labels = Tensor::from_ints({5}, std::vector<std::int32_t>{0, 1, 1, 0, 1});
+  EXPECT_EQ(ops::i32_to_f32(on_cuda(labels)).to(Device::cpu()).to_vector(),
+            (std::vector<float>{0, 1, 1, 0, 1}));
+  Tensor logits = random_tensor({5, 1}, 3);
+  Tensor logits_cuda = on_cuda(logits);
+  logits.set_requires_grad(true);
+  logits_cuda.set_requires_grad(true);
+  const Tensor x;  // unused by the binary task
+  Tensor loss = models::task_loss(models::Task::binary, logits, x, labels);
+  Tensor loss_cuda = models::task_loss(models::Task::binary, logits_cuda, x, on_cuda(labels));
+  EXPECT_TRUE(allclose(loss_cuda, loss, 1e-6f, 1e-5f));
+  loss.backward();
+  loss_cuda.backward();
+  EXPECT_TRUE(allclose(logits_cuda.grad(), logits.grad(), 1e-6f, 1e-5f));
 }
 
 }  // namespace

@@ -9,10 +9,20 @@
 #include <vector>
 
 #include "epoch/ops/backend.h"
+#include "epoch/ops/convert.h"
 #include "testing/testing.h"
 
 namespace epoch {
 namespace {
+
+TEST(Convert, I32ToF32KeepsShapeAndValues) {
+  const Tensor x = Tensor::from_ints({2, 2}, std::vector<std::int32_t>{0, 1, -3, 16777217});
+  const Tensor y = ops::i32_to_f32(x);
+  EXPECT_EQ(y.dtype(), DType::f32);
+  EXPECT_EQ(y.shape(), x.shape());
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{0.0f, 1.0f, -3.0f, 16777216.0f}));
+  EXPECT_THROW(ops::i32_to_f32(y), InvalidArgument);
+}
 
 TEST(Elementwise, BroadcastShape) {
   EXPECT_EQ(ops::broadcast_shape({2, 3}, {3}), (Shape{2, 3}));
