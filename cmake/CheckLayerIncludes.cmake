@@ -1,0 +1,75 @@
+# CTest's layers_respected and a build step of every layer library
+# (cmake -DSOURCE_DIR=<repo> -P cmake/CheckLayerIncludes.cmake): a layer includes only layers
+# below it. Every file of src/<layer>/ and include/epoch/<layer>/ is scanned for
+# #include "epoch/<other>/..." (public headers), #include "<other>/..." (private headers of
+# src/<other>/) and #include <epoch/<other>/...>; <other> must come before <layer> in
+# EPOCH_LAYERS (cmake/Layers.cmake). A folder of src/ or include/epoch/ missing from the list
+# fails too, so a new layer is placed in the order before it is used.
+cmake_minimum_required(VERSION 3.25)
+if(NOT SOURCE_DIR)
+  message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<repository> -P CheckLayerIncludes.cmake")
+endif()
+include(${CMAKE_CURRENT_LIST_DIR}/Layers.cmake)
+
+set(problems)
+file(GLOB_RECURSE files RELATIVE ${SOURCE_DIR}
+     ${SOURCE_DIR}/src/*.cpp ${SOURCE_DIR}/src/*.h ${SOURCE_DIR}/src/*.cu ${SOURCE_DIR}/src/*.cuh
+     ${SOURCE_DIR}/include/epoch/*.h)
+list(LENGTH files file_count)
+if(file_count LESS 100)
+  list(APPEND problems "found only ${file_count} files under src/ and include/epoch/: the patterns no longer match")
+endif()
+set(include_count 0)
+foreach(f ${files})
+  if(f MATCHES "^src/([^/]+)/")
+    set(own ${CMAKE_MATCH_1})
+  elseif(f MATCHES "^include/epoch/([^/]+)/")
+    set(own ${CMAKE_MATCH_1})
+  else()
+    list(APPEND problems "${f}: outside every layer's folder (src/<layer>/, include/epoch/<layer>/)")
+    continue()
+  endif()
+  list(FIND EPOCH_LAYERS ${own} own_index)
+  if(own_index LESS 0)
+    list(APPEND problems "${f}: the folder ${own} is not a layer of EPOCH_LAYERS in cmake/Layers.cmake")
+    continue()
+  endif()
+  # One list element per line: characters that CMake lists treat specially are replaced first.
+  file(READ ${SOURCE_DIR}/${f} text)
+  string(REPLACE "\\" "/" text "${text}")
+  string(REPLACE ";" "," text "${text}")
+  string(REPLACE "[" "(" text "${text}")
+  string(REPLACE "]" ")" text "${text}")
+  string(REPLACE "\n" ";" lines "${text}")
+  set(line_number 0)
+  foreach(line IN LISTS lines)
+    math(EXPR line_number "${line_number} + 1")
+    if(NOT line MATCHES "^[ \t]*#[ \t]*include")
+      continue()
+    endif()
+    math(EXPR include_count "${include_count} + 1")
+    if(NOT line MATCHES "^[ \t]*#[ \t]*include[ \t]*(\"([^\"]+)\"|<(epoch/[^>]+)>)")
+      continue()  # a system or third-party header
+    endif()
+    set(header "${CMAKE_MATCH_2}${CMAKE_MATCH_3}")
+    string(REGEX REPLACE "^epoch/" "" path "${header}")
+    if(NOT path MATCHES "^([^/]+)/")
+      continue()  # a header of the same folder
+    endif()
+    set(other ${CMAKE_MATCH_1})
+    list(FIND EPOCH_LAYERS ${other} other_index)
+    if(other_index GREATER own_index)
+      list(APPEND problems "${f}:${line_number}: layer ${own} includes ${header} of layer ${other}, which is above it")
+    endif()
+  endforeach()
+endforeach()
+if(include_count LESS 500)
+  list(APPEND problems "found only ${include_count} includes in ${file_count} files: the pattern no longer matches")
+endif()
+
+if(problems)
+  list(JOIN problems "\n" text)
+  list(JOIN EPOCH_LAYERS " < " order)
+  message(FATAL_ERROR "layers_respected:\n${text}\n(the layers, lowest first, in cmake/Layers.cmake: ${order})")
+endif()
+message(STATUS "layers_respected: ${include_count} includes in ${file_count} files, none of a layer above")
