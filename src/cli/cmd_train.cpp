@@ -44,9 +44,9 @@ train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c
   }
   // Another optimizer than the base's starts from its own defaults; another schedule from the
   // default warm-up; the flags given then apply on top.
-  if (given("--optimizer") && f.optimizer.name != c.optimizer.name) {
-    c.optimizer = optim::optimizer_defaults(f.optimizer.name);
-    c.optimizer.lr = f.optimizer.name == "sgd" ? 0.01f : 2e-3f;
+  if (given("--optimizer") && f.optimizer.kind != c.optimizer.kind) {
+    c.optimizer = optim::optimizer_defaults(f.optimizer.kind);
+    c.optimizer.lr = f.optimizer.kind == optim::OptimizerKind::sgd ? 0.01f : 2e-3f;
   }
   if (given("--schedule") && !given("--warmup-steps")) c.warmup_steps = -1;
   // Augmentation: the recipe's (or none), then each augmentation flag given.
@@ -82,12 +82,12 @@ train::TrainConfig resumed_config(const TrainOptions& o) {
     EPOCH_THROW(ConfigError, "--resume ", o.resume_dir,
                 " continues the run as it was started; flags would change ", conflicts,
                 ": drop them, or start a new run with another --out");
-  if (c.epochs != stored.epochs && stored.schedule.name != "constant")
+  if (c.epochs != stored.epochs && stored.schedule.kind != optim::ScheduleKind::constant)
     std::fprintf(stderr,
                  "epoch: warning: --epochs %lld changes the run's plan of %lld epochs: its %s "
                  "learning-rate schedule is recomputed over %lld epochs\n",
                  static_cast<long long>(c.epochs), static_cast<long long>(stored.epochs),
-                 stored.schedule.name.c_str(), static_cast<long long>(c.epochs));
+                 optim::schedule_name(stored.schedule.kind), static_cast<long long>(c.epochs));
   return c;
 }
 

@@ -102,52 +102,138 @@ void cifar10_tf(Layers& l) {
   l.flatten().fc(2304, 384).relu().fc(384, 192).relu().fc(192, 10);
 }
 
+}  // namespace
+
+Recipe default_recipe() {
+  Recipe r;
+  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::adam);
+  r.optimizer.lr = 2e-3f;
+  r.schedule.kind = optim::ScheduleKind::cosine;
+  return r;
+}
+
+namespace {
+
+// Recipes (MODELS.md), beside the models they train.
+
+Recipe catdog_recipe() {
+  // The cats-vs-dogs source: rescale 1/255, shear 0.2, zoom 0.2, horizontal flip; Adam at
+  // Keras's default rate, constant; batch 32.
+  Recipe r;
+  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::adam);
+  r.optimizer.lr = 1e-3f;
+  r.schedule.kind = optim::ScheduleKind::constant;
+  r.warmup_steps = 0;
+  r.augment.shear = 0.2f;
+  r.augment.zoom = 0.2f;
+  r.augment.horizontal_flip = true;
+  return r;
+}
+
+Recipe cifar10_keras_recipe() {
+  // Keras's cifar10_cnn example: RMSprop 1e-4 (rho 0.9), batch 32, shifts 0.1, flips.
+  Recipe r;
+  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::rmsprop);
+  r.optimizer.lr = 1e-4f;
+  r.optimizer.alpha = 0.9f;
+  r.optimizer.eps = 1e-7f;
+  r.schedule.kind = optim::ScheduleKind::constant;
+  r.warmup_steps = 0;
+  r.augment.width_shift = 0.1f;
+  r.augment.height_shift = 0.1f;
+  r.augment.horizontal_flip = true;
+  return r;
+}
+
+Recipe cifar10_tf_recipe() {
+  // TensorFlow's CIFAR-10 tutorial: random 24x24 crop, flip, brightness +-63, contrast
+  // 0.2-1.8, per-image standardization (so no rescale); evaluation takes the central 24x24.
+  // SGD 0.1, x0.1 every 350 epochs of 50,000 images at batch 128 (136,719 steps).
+  Recipe r;
+  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::sgd);
+  r.optimizer.lr = 0.1f;
+  r.optimizer.weight_decay = 0.004f;  // on the weights of the two hidden dense layers only
+  r.optimizer.decay_only = {"fc1.weight", "fc2.weight"};
+  r.schedule.kind = optim::ScheduleKind::step;
+  r.schedule.step_size = 136719;
+  r.schedule.gamma = 0.1f;
+  r.warmup_steps = 0;
+  r.batch_size = 128;
+  r.augment.crop_padding = 0;
+  r.augment.horizontal_flip = true;
+  r.augment.brightness = 63.0f;
+  r.augment.contrast_min = 0.2f;
+  r.augment.contrast_max = 1.8f;
+  r.rescale = 1.0f;
+  r.standardize = true;
+  r.resize = "center_crop";
+  return r;
+}
+
 struct Entry {
   ModelSpec spec;
   void (*build)(Layers&);
+  Recipe (*recipe)();
 };
 
 const std::vector<Entry>& entries() {
-  static const std::vector<Entry> all = {
-      {{"fmnist-cnn",
-        "2 conv + 2 dense, Fashion-MNIST (the default)",
-        {1, 28, 28},
-        10,
-        Task::classification},
-       fmnist_cnn},
-      {{"autoencoder",
-        "784-256-64-256-784 dense autoencoder, MSE",
-        {1, 28, 28},
-        784,
-        Task::reconstruction},
-       autoencoder},
-      {{"catdog", "cats-vs-dogs: 2 conv/pool + dense, 64x64", {3, 64, 64}, 1, Task::binary},
-       catdog},
-      {{"catdog-wide",
-        "cats-vs-dogs: 4 conv/pool of 64 + dropout, 128x128",
-        {3, 128, 128},
-        1,
-        Task::binary},
-       catdog_wide},
-      {{"deep-cnn",
-        "32 plain 3x3 convs of 64 (a throughput test), 64x64",
-        {3, 64, 64},
-        1,
-        Task::binary},
-       deep_cnn},
-      {{"cifar10-keras",
-        "Keras CIFAR-10 example CNN, 32x32",
-        {3, 32, 32},
-        10,
-        Task::classification},
-       cifar10_keras},
-      {{"cifar10-tf",
-        "TensorFlow CIFAR-10 tutorial CNN with LRN, 24x24 crops",
-        {3, 24, 24},
-        10,
-        Task::classification},
-       cifar10_tf},
-  };
+  static const std::vector<Entry> all = [] {
+    std::vector<Entry> v = {
+        {{"fmnist-cnn",
+          "2 conv + 2 dense, Fashion-MNIST (the default)",
+          {1, 28, 28},
+          10,
+          Task::classification,
+          {}},
+         fmnist_cnn,
+         default_recipe},
+        {{"autoencoder",
+          "784-256-64-256-784 dense autoencoder, MSE",
+          {1, 28, 28},
+          784,
+          Task::reconstruction,
+          {}},
+         autoencoder,
+         default_recipe},
+        {{"catdog", "cats-vs-dogs: 2 conv/pool + dense, 64x64", {3, 64, 64}, 1, Task::binary, {}},
+         catdog,
+         catdog_recipe},
+        {{"catdog-wide",
+          "cats-vs-dogs: 4 conv/pool of 64 + dropout, 128x128",
+          {3, 128, 128},
+          1,
+          Task::binary,
+          {}},
+         catdog_wide,
+         catdog_recipe},
+        {{"deep-cnn",
+          "32 plain 3x3 convs of 64 (a throughput test), 64x64",
+          {3, 64, 64},
+          1,
+          Task::binary,
+          {}},
+         deep_cnn,
+         catdog_recipe},
+        {{"cifar10-keras",
+          "Keras CIFAR-10 example CNN, 32x32",
+          {3, 32, 32},
+          10,
+          Task::classification,
+          {}},
+         cifar10_keras,
+         cifar10_keras_recipe},
+        {{"cifar10-tf",
+          "TensorFlow CIFAR-10 tutorial CNN with LRN, 24x24 crops",
+          {3, 24, 24},
+          10,
+          Task::classification,
+          {}},
+         cifar10_tf,
+         cifar10_tf_recipe},
+    };
+    for (Entry& e : v) e.spec.recipe = e.recipe();  // the specs above leave it for this
+    return v;
+  }();
   return all;
 }
 

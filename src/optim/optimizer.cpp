@@ -266,34 +266,56 @@ namespace {
 constexpr const char* kValidNames = "sgd, adam, adamw, rmsprop";
 }
 
-OptimizerConfig optimizer_defaults(const std::string& name) {
-  OptimizerConfig c;
-  c.name = name;
-  if (name == "sgd" || name == "rmsprop") {
-    c.lr = 0.01f;
-  } else if (name == "adam") {
-    c.lr = 0.001f;
-  } else if (name == "adamw") {
-    c.lr = 0.001f;
-    c.weight_decay = 0.01f;
-  } else {
-    EPOCH_THROW(ConfigError, "unknown optimizer '", name, "' (valid: ", kValidNames, ")");
+const char* optimizer_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd:
+      return "sgd";
+    case OptimizerKind::adam:
+      return "adam";
+    case OptimizerKind::adamw:
+      return "adamw";
+    case OptimizerKind::rmsprop:
+      return "rmsprop";
   }
+  return "?";
+}
+
+OptimizerKind parse_optimizer(const std::string& name) {
+  for (OptimizerKind k :
+       {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw, OptimizerKind::rmsprop})
+    if (name == optimizer_name(k)) return k;
+  EPOCH_THROW(ConfigError, "unknown optimizer '", name, "' (valid: ", kValidNames, ")");
+}
+
+OptimizerConfig optimizer_defaults(OptimizerKind kind) {
+  OptimizerConfig c;
+  c.kind = kind;
+  c.lr = kind == OptimizerKind::sgd || kind == OptimizerKind::rmsprop ? 0.01f : 0.001f;
+  if (kind == OptimizerKind::adamw) c.weight_decay = 0.01f;
   return c;
+}
+
+OptimizerConfig optimizer_defaults(const std::string& name) {
+  return optimizer_defaults(parse_optimizer(name));
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, NamedTensors params) {
   std::unique_ptr<Optimizer> o;
-  if (c.name == "sgd")
-    o = std::make_unique<Sgd>(std::move(params), c.lr, c.momentum, c.nesterov, c.weight_decay);
-  else if (c.name == "adam" || c.name == "adamw")
-    o = std::make_unique<Adam>(std::move(params), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
-                               c.name == "adamw");
-  else if (c.name == "rmsprop")
-    o = std::make_unique<Rmsprop>(std::move(params), c.lr, c.alpha, c.eps, c.weight_decay,
-                                  c.momentum, c.centered);
-  else
-    EPOCH_THROW(ConfigError, "unknown optimizer '", c.name, "' (valid: ", kValidNames, ")");
+  switch (c.kind) {
+    case OptimizerKind::sgd:
+      o = std::make_unique<Sgd>(std::move(params), c.lr, c.momentum, c.nesterov, c.weight_decay);
+      break;
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw:
+      o = std::make_unique<Adam>(std::move(params), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
+                                 c.kind == OptimizerKind::adamw);
+      break;
+    case OptimizerKind::rmsprop:
+      o = std::make_unique<Rmsprop>(std::move(params), c.lr, c.alpha, c.eps, c.weight_decay,
+                                    c.momentum, c.centered);
+      break;
+  }
+  EPOCH_CHECK(o != nullptr, "make_optimizer: unknown optimizer kind");
   if (!c.decay_only.empty()) o->set_weight_decay_only(c.decay_only);
   return o;
 }

@@ -18,7 +18,8 @@ class WarmupThenDecay : public LrSchedule {
   explicit WarmupThenDecay(const ScheduleConfig& c) : c_(c) {}
 
   float lr_at(std::int64_t step) const override {
-    EPOCH_CHECK(step >= 0, "lr schedule '", c_.name, "': step must be >= 0, got ", step);
+    EPOCH_CHECK(step >= 0, "lr schedule '", schedule_name(c_.kind), "': step must be >= 0, got ",
+                step);
     if (step < c_.warmup_steps) {
       const double f = c_.warmup_start_factor;
       const double t = static_cast<double>(step) / static_cast<double>(c_.warmup_steps);
@@ -69,23 +70,38 @@ class CosineLr : public WarmupThenDecay {
 template <typename T>
 void require(bool ok, const ScheduleConfig& c, const char* field, const char* rule, T value) {
   if (!ok)
-    EPOCH_THROW(ConfigError, "lr schedule '", c.name, "': ", field, " ", rule, " (got ", value,
-                ")");
+    EPOCH_THROW(ConfigError, "lr schedule '", schedule_name(c.kind), "': ", field, " ", rule,
+                " (got ", value, ")");
 }
 
 }  // namespace
 
+const char* schedule_name(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::constant:
+      return "constant";
+    case ScheduleKind::step:
+      return "step";
+    case ScheduleKind::cosine:
+      return "cosine";
+  }
+  return "?";
+}
+
+ScheduleKind parse_schedule(const std::string& name) {
+  for (ScheduleKind k : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine})
+    if (name == schedule_name(k)) return k;
+  EPOCH_THROW(ConfigError, "unknown lr schedule '", name, "' (valid: ", kValidNames, ")");
+}
+
 std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& c) {
-  const bool known = c.name == "constant" || c.name == "step" || c.name == "cosine";
-  if (!known)
-    EPOCH_THROW(ConfigError, "unknown lr schedule '", c.name, "' (valid: ", kValidNames, ")");
   require(std::isfinite(c.base_lr) && c.base_lr >= 0.0f, c, "base_lr", "must be finite and >= 0",
           c.base_lr);
   require(c.warmup_steps >= 0, c, "warmup_steps", "must be >= 0", c.warmup_steps);
   require(c.warmup_start_factor >= 0.0f && c.warmup_start_factor <= 1.0f, c, "warmup_start_factor",
           "must be in [0, 1]", c.warmup_start_factor);
-  if (c.name == "constant") return std::make_unique<ConstantLr>(c);
-  if (c.name == "step") {
+  if (c.kind == ScheduleKind::constant) return std::make_unique<ConstantLr>(c);
+  if (c.kind == ScheduleKind::step) {
     require(c.step_size > 0, c, "step_size", "must be > 0", c.step_size);
     require(std::isfinite(c.gamma) && c.gamma > 0.0f, c, "gamma", "must be finite and > 0",
             c.gamma);

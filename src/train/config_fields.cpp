@@ -142,6 +142,10 @@ void set_choice(const ConfigField& f, const ChoiceRef& ref, const std::string& w
   ref.set(word);
 }
 
+// Each entry names only the members it sets; GCC 12 warns about the others even in designated
+// initializers, though they keep their default member initializers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = {
       {.key = "model",
@@ -306,8 +310,9 @@ const std::vector<ConfigField>& config_fields() {
        .help =
            "sgd, adam, adamw or rmsprop (another one than the recipe's starts from its defaults)",
        .ref = [](TrainConfig& c) -> FieldRef {
-         return ChoiceRef{[&c] { return std::string(c.optimizer.name); },
-                          [&c](const std::string& s) { c.optimizer.name = s; }};
+         return ChoiceRef{
+             [&c] { return std::string(optim::optimizer_name(c.optimizer.kind)); },
+             [&c](const std::string& s) { c.optimizer.kind = optim::parse_optimizer(s); }};
        },
        .choices = {"sgd", "adam", "adamw", "rmsprop"},
        .show_default = true},
@@ -352,8 +357,9 @@ const std::vector<ConfigField>& config_fields() {
        .flag = "--schedule",
        .help = "constant, step or cosine",
        .ref = [](TrainConfig& c) -> FieldRef {
-         return ChoiceRef{[&c] { return std::string(c.schedule.name); },
-                          [&c](const std::string& s) { c.schedule.name = s; }};
+         return ChoiceRef{
+             [&c] { return std::string(optim::schedule_name(c.schedule.kind)); },
+             [&c](const std::string& s) { c.schedule.kind = optim::parse_schedule(s); }};
        },
        .choices = {"constant", "step", "cosine"},
        .show_default = true},
@@ -450,6 +456,7 @@ const std::vector<ConfigField>& config_fields() {
   };
   return fields;
 }
+#pragma GCC diagnostic pop
 
 const ConfigField& config_field(const std::string& key) {
   for (const ConfigField& f : config_fields())
@@ -505,7 +512,7 @@ TrainConfig config_from_json(const json& j) {
   if (j.contains("optimizer") && j["optimizer"].is_object() && j["optimizer"].contains("name")) {
     const ConfigField& f = config_field("optimizer.name");
     set_field(f, c, j["optimizer"]["name"]);
-    c.optimizer = optim::optimizer_defaults(c.optimizer.name);
+    c.optimizer = optim::optimizer_defaults(c.optimizer.kind);
   }
   for (const auto& [key, value] : j.items()) {
     if (notes.count(key) > 0) continue;

@@ -57,9 +57,9 @@ std::vector<optim::OptimizerConfig> configs() {
 }
 
 std::string describe(const optim::OptimizerConfig& c) {
-  return c.name + " momentum " + std::to_string(c.momentum) + " nesterov " +
-         std::to_string(c.nesterov) + " wd " + std::to_string(c.weight_decay) + " centered " +
-         std::to_string(c.centered);
+  return std::string(optimizer_name(c.kind)) + " momentum " + std::to_string(c.momentum) +
+         " nesterov " + std::to_string(c.nesterov) + " wd " + std::to_string(c.weight_decay) +
+         " centered " + std::to_string(c.centered);
 }
 
 // The same starting parameters on device d.
@@ -79,8 +79,7 @@ void set_grads(optim::NamedTensors& params, int t, Device d) {
             .to(d));
 }
 
-::testing::AssertionResult same_state(const optim::NamedTensors& a,
-                                      const optim::NamedTensors& e) {
+::testing::AssertionResult same_state(const optim::NamedTensors& a, const optim::NamedTensors& e) {
   if (a.size() != e.size()) return ::testing::AssertionFailure() << "state sizes differ";
   for (std::size_t k = 0; k < a.size(); ++k) {
     if (a[k].first != e[k].first)

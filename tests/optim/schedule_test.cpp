@@ -11,7 +11,7 @@ namespace {
 
 ScheduleConfig config(const std::string& name, float base_lr) {
   ScheduleConfig c;
-  c.name = name;
+  c.kind = parse_schedule(name);
   c.base_lr = base_lr;
   return c;
 }

@@ -31,7 +31,7 @@ TEST(Step, IsForwardLossBackwardUpdate) {
 
   std::shared_ptr<models::Model> a = fresh_model();
   optim::ScheduleConfig sc;
-  sc.name = "constant";
+  sc.kind = optim::ScheduleKind::constant;
   sc.base_lr = 1e-3f;
   sc.total_steps = 3;
   Step step(*a, oc, optim::make_schedule(sc), 9);

@@ -121,7 +121,7 @@ TEST(Trainer, DivergenceIsAClearError) {
   TrainConfig c = small_config(dir / "run");
   c.optimizer = optim::optimizer_defaults("sgd");
   c.optimizer.lr = 1e12f;
-  c.schedule.name = "constant";
+  c.schedule.kind = optim::ScheduleKind::constant;
   try {
     train(c, stdout);
     FAIL() << "diverging run did not throw";

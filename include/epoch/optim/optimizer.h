@@ -140,10 +140,16 @@ class Rmsprop : public Optimizer {
   std::size_t square_avg_ = 0, momentum_buffer_ = 0, grad_avg_ = 0;
 };
 
+/// The optimizers, by the names the command line and checkpoints use.
+enum class OptimizerKind { sgd, adam, adamw, rmsprop };
+const char* optimizer_name(OptimizerKind kind);
+/// The kind named `name` (ConfigError listing "sgd, adam, adamw, rmsprop" for another).
+OptimizerKind parse_optimizer(const std::string& name);
+
 /// Everything make_optimizer needs. Fields an optimizer does not use are ignored (momentum and
 /// nesterov for Adam, betas for SGD, ...). Start from optimizer_defaults(name).
 struct OptimizerConfig {
-  std::string name = "sgd";  // sgd, adam, adamw, rmsprop
+  OptimizerKind kind = OptimizerKind::sgd;
   float lr = 0.01f;
   float momentum = 0.0f;  // sgd, rmsprop
   bool nesterov = false;  // sgd
@@ -158,12 +164,14 @@ struct OptimizerConfig {
   bool centered = false;  // rmsprop
 };
 
-/// PyTorch's defaults for the named optimizer: lr 0.01 (sgd, rmsprop) or 0.001 (adam,
-/// adamw), weight decay 0.01 for adamw and 0 otherwise. Throws ConfigError for unknown names.
+/// PyTorch's defaults for an optimizer: lr 0.01 (sgd, rmsprop) or 0.001 (adam, adamw), weight
+/// decay 0.01 for adamw and 0 otherwise.
+OptimizerConfig optimizer_defaults(OptimizerKind kind);
+/// optimizer_defaults(parse_optimizer(name)).
 OptimizerConfig optimizer_defaults(const std::string& name);
 
-/// Builds the named optimizer over params. Throws ConfigError for an unknown name (listing
-/// "sgd, adam, adamw, rmsprop") or an out-of-range hyperparameter.
+/// Builds the configured optimizer over params. Throws ConfigError for an out-of-range
+/// hyperparameter.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, NamedTensors params);
 
 }  // namespace epoch::optim

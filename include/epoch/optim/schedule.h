@@ -18,8 +18,14 @@ namespace epoch::optim {
 /// - cosine:   min_lr + (base_lr - min_lr) * (1 + cos(pi * s' / (total_steps - warmup_steps))) / 2,
 ///             reaching min_lr at s = total_steps and staying there. total_steps includes the
 ///             warm-up.
+/// The schedules, by the names the command line and checkpoints use.
+enum class ScheduleKind { constant, step, cosine };
+const char* schedule_name(ScheduleKind kind);
+/// The kind named `name` (ConfigError listing "constant, step, cosine" for another).
+ScheduleKind parse_schedule(const std::string& name);
+
 struct ScheduleConfig {
-  std::string name = "constant";  // constant, step, cosine
+  ScheduleKind kind = ScheduleKind::constant;
   float base_lr = 0.01f;
   std::int64_t warmup_steps = 0;
   float warmup_start_factor = 0.0f;  // in [0, 1]
@@ -37,8 +43,8 @@ class LrSchedule {
   virtual float lr_at(std::int64_t step) const = 0;
 };
 
-/// Builds the configured schedule (warm-up included). Throws ConfigError for an unknown name
-/// (listing "constant, step, cosine") or an out-of-range field, naming it.
+/// Builds the configured schedule (warm-up included). Throws ConfigError for an out-of-range
+/// field, naming it.
 std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& config);
 
 }  // namespace epoch::optim

@@ -1,6 +1,7 @@
-// Each zoo model's training recipe (MODELS.md): optimizer, learning rate, schedule, batch size,
-// augmentation and input preprocessing, as the model's source trained it. `epoch train` starts
-// from the recipe and applies the flags given on the command line on top.
+// A run's configuration from a zoo model's training recipe (models::Recipe, kept beside the
+// model in models/zoo.cpp: optimizer, learning rate, schedule, batch size, augmentation and
+// input preprocessing, as the model's source trained it). `epoch train` starts from it and
+// applies the flags given on the command line on top.
 #pragma once
 
 #include <string>

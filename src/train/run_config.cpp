@@ -1,0 +1,131 @@
+// A run's configuration around the trainer: determinism names, TrainConfig's JSON (from the
+// settings table, config_fields.h), what a resumed run may change, and reading a run's last
+// checkpoint and stored configuration.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "epoch/models/zoo.h"
+#include "epoch/train/checkpoint.h"
+#include "epoch/train/config_fields.h"
+#include "epoch/train/run_dir.h"
+#include "epoch/train/trainer.h"
+
+namespace epoch::train {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+Determinism parse_determinism(const std::string& s) {
+  if (s == "fast") return Determinism::fast;
+  if (s == "reproducible") return Determinism::reproducible;
+  if (s == "strict") return Determinism::strict;
+  EPOCH_THROW(ConfigError, "unknown determinism '", s, "' (valid: fast, reproducible, strict)");
+}
+
+const char* determinism_name(Determinism d) {
+  switch (d) {
+    case Determinism::fast:
+      return "fast";
+    case Determinism::reproducible:
+      return "reproducible";
+    case Determinism::strict:
+      return "strict";
+  }
+  return "?";
+}
+
+TrainConfig::TrainConfig() {
+  const models::Recipe r = models::default_recipe();
+  optimizer = r.optimizer;
+  schedule = r.schedule;
+  warmup_steps = r.warmup_steps;
+  batch_size = r.batch_size;
+}
+
+json TrainConfig::to_json() const { return config_to_json(*this); }
+
+TrainConfig TrainConfig::from_json(const json& j) {
+  try {
+    return config_from_json(j);
+  } catch (const json::exception& e) {
+    EPOCH_THROW(ConfigError, "stored run configuration is invalid: ", e.what());
+  }
+}
+
+json TrainResult::to_json() const {
+  json j{{"run_dir", run_dir},        {"checkpoint", checkpoint},
+         {"epochs", epochs},          {"steps", steps},
+         {"train_loss", train_loss},  {"test_loss", test_loss},
+         {"evaluated_on", eval_name}, {"images_per_s", images_per_s},
+         {"wall_s", wall_s}};
+  j["test_accuracy"] = test_accuracy >= 0 ? json(test_accuracy) : json(nullptr);
+  return j;
+}
+
+namespace {
+/// Dotted keys of a JSON object's leaves ("optimizer.lr" -> 0.002).
+void flatten_json(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items())
+      flatten_json(value, prefix.empty() ? key : prefix + "." + key, out);
+  } else {
+    out[prefix] = j;
+  }
+}
+}  // namespace
+
+namespace {
+/// A setting's value for a message: floats with 6 significant digits (they are stored from
+/// float, so 0.002 would otherwise read 0.0020000000949949026).
+std::string shown(const json& v) {
+  if (!v.is_number_float()) return v.dump();
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", v.get<double>());
+  return buffer;
+}
+}  // namespace
+
+bool resume_may_change(const std::string& key) {
+  for (const ConfigField& f : config_fields())
+    if (f.key == key) return f.resume_may_change;
+  return false;
+}
+
+std::string resume_conflicts(const TrainConfig& stored, const TrainConfig& requested) {
+  std::map<std::string, json> was, now;
+  flatten_json(stored.to_json(), "", was);
+  flatten_json(requested.to_json(), "", now);
+  std::string out;
+  for (const auto& [key, value] : now) {
+    if (resume_may_change(key)) continue;
+    const auto it = was.find(key);
+    const json before = it == was.end() ? json(nullptr) : it->second;
+    if (before != value)
+      out += (out.empty() ? "" : ", ") + key + " " + shown(value) + " (the run has " +
+             shown(before) + ")";
+  }
+  return out;
+}
+
+SafetensorsFile read_last_checkpoint(const std::string& run_dir) {
+  switch (run_state(run_dir)) {
+    case RunState::empty:
+      EPOCH_THROW(IoError, run_dir, ": no run to resume (no checkpoints/last.safetensors)");
+    case RunState::started:
+      EPOCH_THROW(IoError, run_dir,
+                  ": the run stopped before its first checkpoint, so there is nothing to resume; "
+                  "remove the folder or choose another --out");
+    case RunState::checkpointed:
+      break;
+  }
+  return read_checkpoint((fs::path(run_dir) / "checkpoints" / "last.safetensors").string());
+}
+
+TrainConfig stored_config(const SafetensorsFile& checkpoint) {
+  return TrainConfig::from_json(json::parse(metadata_at(checkpoint, "config"), nullptr, false));
+}
+
+TrainConfig stored_run_config(const std::string& run_dir) {
+  return stored_config(read_last_checkpoint(run_dir));
+}
+}  // namespace epoch::train
