@@ -149,8 +149,14 @@ void compare(const char* phase, const Backend& b, const OpCase& c, const Outputs
           << phase << " output " << e.name << " is on " << a->value.device().str() << ", not "
           << b.device.str();
     }
-    const auto custom = c.output_tol.find(e.name);
-    const Tolerance tol = custom != c.output_tol.end() ? custom->second : default_tol;
+    Tolerance tol = default_tol;
+    if (const auto custom = c.output_tol.find(e.name); custom != c.output_tol.end())
+      tol = custom->second;
+    if (const auto by_backend = c.backend_tol.find(b.name); by_backend != c.backend_tol.end())
+      tol = by_backend->second;
+    if (const auto by_output = c.backend_tol.find(b.name + "/" + e.name);
+        by_output != c.backend_tol.end())
+      tol = by_output->second;
     EXPECT_TRUE(matches(a->value, e.value, tol)) << phase << " output " << e.name;
   }
   for (const Output& a : actual)
