@@ -10,6 +10,14 @@
 #include "epoch/tensor/error.h"
 
 namespace epoch::data {
+
+const char* fill_mode_name(FillMode m) { return m == FillMode::constant ? "constant" : "nearest"; }
+
+FillMode parse_fill_mode(const std::string& name) {
+  if (name == "nearest") return FillMode::nearest;
+  if (name == "constant") return FillMode::constant;
+  EPOCH_THROW(ConfigError, "fill_mode \"", name, "\": expected nearest or constant");
+}
 namespace {
 
 using Json = nlohmann::json;
@@ -56,9 +64,9 @@ void AugmentConfig::validate() const {
         rrc_ratio_min <= rrc_ratio_max))
     EPOCH_THROW(ConfigError, "augment: rrc_ratio_min ", rrc_ratio_min, " / rrc_ratio_max ",
                 rrc_ratio_max, " must satisfy 0 < min <= max");
-  if (fill_mode != "nearest" && fill_mode != "constant")
-    EPOCH_THROW(ConfigError, "augment: fill_mode \"", fill_mode,
-                "\" is not \"nearest\" or \"constant\"");
+  if (fill_mode != FillMode::nearest && fill_mode != FillMode::constant)
+    EPOCH_THROW(ConfigError, "augment: fill_mode ", static_cast<int>(fill_mode),
+                " is not nearest or constant");
   if (!(std::isfinite(contrast_min) && std::isfinite(contrast_max) && contrast_min >= 0 &&
         contrast_min <= contrast_max))
     EPOCH_THROW(ConfigError, "augment: contrast_min ", contrast_min, " / contrast_max ",
@@ -80,7 +88,7 @@ nlohmann::json AugmentConfig::to_json() const {
   j["rrc_scale_max"] = rrc_scale_max;
   j["rrc_ratio_min"] = rrc_ratio_min;
   j["rrc_ratio_max"] = rrc_ratio_max;
-  j["fill_mode"] = fill_mode;
+  j["fill_mode"] = fill_mode_name(fill_mode);
   j["brightness"] = brightness;
   j["contrast_min"] = contrast_min;
   j["contrast_max"] = contrast_max;
@@ -130,7 +138,7 @@ AugmentConfig AugmentConfig::from_json(const nlohmann::json& j) {
     } else if (key == "fill_mode") {
       if (!value.is_string())
         EPOCH_THROW(ConfigError, "augment config: \"fill_mode\" is not a string: ", value.dump());
-      cfg.fill_mode = value.get<std::string>();
+      cfg.fill_mode = parse_fill_mode(value.get<std::string>());
       known = true;
     }
     if (!known) EPOCH_THROW(ConfigError, "augment config: unknown field \"", key, "\"");
@@ -153,7 +161,8 @@ std::string AugmentConfig::describe() const {
   if (zoom != 0) parts.push_back("zoom " + number(zoom));
   if (horizontal_flip) parts.push_back("horizontal flip");
   if (vertical_flip) parts.push_back("vertical flip");
-  if (geometric() && fill_mode != "nearest") parts.push_back("fill " + fill_mode);
+  if (geometric() && fill_mode != FillMode::nearest)
+    parts.push_back(std::string("fill ") + fill_mode_name(fill_mode));
   if (brightness != 0) parts.push_back("brightness " + number(brightness));
   if (contrast_min != 1 || contrast_max != 1)
     parts.push_back("contrast " + number(contrast_min) + "-" + number(contrast_max));

@@ -105,7 +105,7 @@ Affine2D base_transform(const Preprocessing& pre, std::int64_t src_width, std::i
               pre.height, " must be non-empty");
   // center_crop stretches the whole source when it is smaller than the output in either
   // dimension (TensorFlow would pad instead).
-  if (pre.resize == "center_crop" && src_width >= pre.width && src_height >= pre.height) {
+  if (pre.resize == Resize::center_crop && src_width >= pre.width && src_height >= pre.height) {
     // The central window, its offset rounded down (TensorFlow's resize_image_with_crop_or_pad).
     return {1, 0, static_cast<double>((src_width - pre.width) / 2),
             0, 1, static_cast<double>((src_height - pre.height) / 2)};

@@ -376,7 +376,7 @@ void transform_sample(const ImageView& src, const Preprocessing& pre, const Augm
   // A padded crop's padding is 0, so its whole warp fills with 0 (the rim of a Keras transform
   // on top of it included).
   const bool fill_constant =
-      augmenting && (augment->fill_mode == "constant" || augment->crop_padding > 0);
+      augmenting && (augment->fill_mode == FillMode::constant || augment->crop_padding > 0);
   // Brightness and contrast are not clamped to 0-255 (TensorFlow on float images does not).
   const bool photometric = ph.brightness_delta != 0 || ph.contrast_factor != 1;
   const std::int64_t channels = pre.channels, plane = pre.height * pre.width;

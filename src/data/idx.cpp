@@ -95,8 +95,8 @@ class MemoryReader {
       } else if (rc == Z_BUF_ERROR) {  // no progress possible: the input ran out
         fail(name_, "gzip stream ends early (truncated file?)");
       } else if (rc != Z_OK) {
-        fail(name_, std::string("corrupt gzip data: ") +
-                        (z_.msg != nullptr ? z_.msg : "unknown error"));
+        fail(name_,
+             std::string("corrupt gzip data: ") + (z_.msg != nullptr ? z_.msg : "unknown error"));
       }
     }
     return total;

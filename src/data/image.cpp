@@ -1,9 +1,9 @@
 // PNG reading (through image_codec's decoder) and writing with libpng's simplified API.
 #include "epoch/data/image.h"
 
-#include "epoch/data/image_codec.h"
-
 #include <png.h>
+
+#include "epoch/data/image_codec.h"
 
 namespace epoch::data {
 
@@ -17,9 +17,9 @@ Image read_png(const std::string& path) {
 
 void write_png(const std::string& path, const Image& image) {
   EPOCH_CHECK(image.channels == 1 || image.channels == 3, "write_png: channels must be 1 or 3");
-  EPOCH_CHECK(static_cast<std::int64_t>(image.pixels.size()) ==
-                  image.width * image.height * image.channels,
-              "write_png: pixel buffer size does not match the image size");
+  EPOCH_CHECK(
+      static_cast<std::int64_t>(image.pixels.size()) == image.width * image.height * image.channels,
+      "write_png: pixel buffer size does not match the image size");
   png_image png{};
   png.version = PNG_IMAGE_VERSION;
   png.width = static_cast<png_uint_32>(image.width);

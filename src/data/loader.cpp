@@ -19,7 +19,7 @@ const char* on_bad_image_name(OnBadImage p) { return p == OnBadImage::skip ? "sk
 
 DecodeOptions decode_hint(const Preprocessing& pre, const AugmentConfig* augment) {
   DecodeOptions hint;
-  if (pre.resize == "center_crop") return hint;
+  if (pre.resize == Resize::center_crop) return hint;
   const std::int64_t k = augment && augment->enabled() && augment->random_resized_crop ? 2 : 1;
   hint.min_width = pre.width * k;
   hint.min_height = pre.height * k;

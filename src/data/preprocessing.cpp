@@ -46,8 +46,14 @@ void Preprocessing::validate() const {
   for (float s : std)
     EPOCH_CHECK(std::isfinite(s) && s != 0.0f, "preprocessing: std ", s,
                 " must be finite, non-zero");
-  EPOCH_CHECK(resize == "stretch" || resize == "center_crop", "preprocessing: resize \"", resize,
-              "\" is not stretch or center_crop");
+}
+
+const char* resize_name(Resize r) { return r == Resize::center_crop ? "center_crop" : "stretch"; }
+
+Resize parse_resize(const std::string& name) {
+  if (name == "stretch") return Resize::stretch;
+  if (name == "center_crop") return Resize::center_crop;
+  EPOCH_THROW(ConfigError, "resize \"", name, "\": expected stretch or center_crop");
 }
 
 std::string Preprocessing::to_json() const {
@@ -58,7 +64,7 @@ std::string Preprocessing::to_json() const {
   j["channels"] = channels;
   j["height"] = height;
   j["width"] = width;
-  j["resize"] = resize;
+  j["resize"] = resize_name(resize);
   j["standardize"] = standardize;
   return j.dump();
 }
@@ -83,7 +89,7 @@ Preprocessing Preprocessing::from_json(const std::string& text) {
   if (j.contains("resize")) {
     if (!j["resize"].is_string())
       EPOCH_THROW(ConfigError, "preprocessing JSON: \"resize\" is not a string");
-    p.resize = j["resize"].get<std::string>();
+    p.resize = parse_resize(j["resize"].get<std::string>());
   }
   if (j.contains("standardize")) {
     if (!j["standardize"].is_boolean())
@@ -191,6 +197,5 @@ void preprocess_sample(const Preprocessing& p, const std::uint8_t* src, float* d
     for (std::int64_t k = 0; k < plane; ++k) out[k] = (static_cast<float>(in[k]) * rescale - m) / s;
   }
 }
-
 
 }  // namespace epoch::data

@@ -166,7 +166,7 @@ Recipe cifar10_tf_recipe() {
   r.augment.contrast_max = 1.8f;
   r.rescale = 1.0f;
   r.standardize = true;
-  r.resize = "center_crop";
+  r.resize = data::Resize::center_crop;
   return r;
 }
 

@@ -253,8 +253,9 @@ const std::vector<ConfigField>& config_fields() {
        .flag = "--fill-mode",
        .help = "Outside the image: nearest or constant",
        .ref = [](TrainConfig& c) -> FieldRef {
-         return ChoiceRef{[&c] { return std::string(c.augment.fill_mode); },
-                          [&c](const std::string& s) { c.augment.fill_mode = s; }};
+         return ChoiceRef{
+             [&c] { return std::string(data::fill_mode_name(c.augment.fill_mode)); },
+             [&c](const std::string& s) { c.augment.fill_mode = data::parse_fill_mode(s); }};
        },
        .choices = {"nearest", "constant"}},
       {.key = "augment.brightness",
@@ -288,8 +289,8 @@ const std::vector<ConfigField>& config_fields() {
        .flag = "--resize",
        .help = "Evaluation resize of other-sized images: stretch or center_crop",
        .ref = [](TrainConfig& c) -> FieldRef {
-         return ChoiceRef{[&c] { return std::string(c.resize); },
-                          [&c](const std::string& s) { c.resize = s; }};
+         return ChoiceRef{[&c] { return std::string(data::resize_name(c.resize)); },
+                          [&c](const std::string& s) { c.resize = data::parse_resize(s); }};
        },
        .choices = {"stretch", "center_crop"}},
       {.key = "epochs",

@@ -31,7 +31,7 @@ std::string describe_recipe(const TrainConfig& c) {
       << optim::schedule_name(c.schedule.kind) << " schedule, batch " << c.batch_size
       << ", augmentation: " << c.augment.describe();
   if (c.standardize) out << ", per-image standardization";
-  if (c.resize != "stretch") out << ", evaluation " << c.resize;
+  if (c.resize != data::Resize::stretch) out << ", evaluation " << data::resize_name(c.resize);
   return out.str();
 }
 

@@ -124,7 +124,7 @@ TEST(AugmentTest, IdentityEqualsPreprocessSampleBitForBit) {
         pre.std.assign(static_cast<std::size_t>(c), 0.27f);
       }
       for (const char* resize : {"stretch", "center_crop"}) {
-        pre.resize = resize;
+        pre.resize = parse_resize(resize);
         const std::vector<float> expected = run_preprocess(pre, px);
         const AugmentConfig none;
         AugmentConfig flip_only;
@@ -380,7 +380,7 @@ TEST(AugmentTest, BaseTransformStretchAndCenterCrop) {
   EXPECT_DOUBLE_EQ(m.a, 0.5);
   EXPECT_DOUBLE_EQ(m.c, -0.25);
   EXPECT_DOUBLE_EQ(m.a * 3 + m.c, 1.25);
-  pre.resize = "center_crop";
+  pre.resize = Resize::center_crop;
   pre.height = 4;
   pre.width = 6;
   m = base_transform(pre, 10, 7);
@@ -738,7 +738,7 @@ TEST(AugmentTest, ValidateRejectsBadConfigs) {
       [](AugmentConfig& c) { c.rrc_scale_max = 1.5f; },
       [](AugmentConfig& c) { c.rrc_ratio_min = 0; },
       [](AugmentConfig& c) { c.rrc_ratio_min = 2, c.rrc_ratio_max = 1; },
-      [](AugmentConfig& c) { c.fill_mode = "reflect"; },
+      [](AugmentConfig& c) { c.fill_mode = static_cast<FillMode>(7); },
       [](AugmentConfig& c) { c.brightness = -1; },
       [](AugmentConfig& c) { c.contrast_min = 1.5f, c.contrast_max = 0.5f; },
       [](AugmentConfig& c) { c.contrast_min = -0.5f; },
@@ -751,7 +751,7 @@ TEST(AugmentTest, ValidateRejectsBadConfigs) {
   }
   AugmentConfig good;
   good.crop_padding = 4;
-  good.fill_mode = "constant";
+  good.fill_mode = FillMode::constant;
   good.contrast_min = 0.2f;
   good.contrast_max = 1.8f;
   EXPECT_NO_THROW(good.validate());
@@ -769,7 +769,7 @@ TEST(AugmentTest, JsonRoundTrip) {
   cfg.random_resized_crop = true;
   cfg.rrc_scale_min = 0.3f;
   cfg.rrc_ratio_max = 1.7f;
-  cfg.fill_mode = "constant";
+  cfg.fill_mode = FillMode::constant;
   cfg.brightness = 63;
   cfg.contrast_min = 0.2f;
   cfg.contrast_max = 1.8f;
@@ -781,12 +781,17 @@ TEST(AugmentTest, JsonRoundTrip) {
   EXPECT_EQ(AugmentConfig::from_json(nlohmann::json::object()), AugmentConfig{});
   const AugmentConfig partial = AugmentConfig::from_json(nlohmann::json::parse(R"({"shear":0.2})"));
   EXPECT_EQ(partial.shear, 0.2f);
-  EXPECT_EQ(partial.fill_mode, "nearest");
+  EXPECT_EQ(partial.fill_mode, FillMode::nearest);
   EXPECT_FALSE(partial.horizontal_flip);
   for (const char* text :
        {R"({"shear":"big"})", R"({"horizontal_flip":1})", R"({"crop_padding":2.5})",
-        R"({"fill_mode":3})", R"({"sheer":0.2})", R"({"zoom":1.5})", R"([1,2])"})
+        R"({"fill_mode":3})", R"({"fill_mode":"reflect"})", R"({"sheer":0.2})", R"({"zoom":1.5})",
+        R"([1,2])"})
     EXPECT_THROW(AugmentConfig::from_json(nlohmann::json::parse(text)), ConfigError) << text;
+  EXPECT_THROW(parse_fill_mode("reflect"), ConfigError);
+  EXPECT_EQ(parse_fill_mode(fill_mode_name(FillMode::constant)), FillMode::constant);
+  EXPECT_THROW(parse_resize("squash"), ConfigError);
+  EXPECT_EQ(parse_resize(resize_name(Resize::center_crop)), Resize::center_crop);
 }
 
 TEST(AugmentTest, Describe) {
@@ -807,7 +812,7 @@ TEST(AugmentTest, Describe) {
   AugmentConfig rrc;
   rrc.random_resized_crop = true;
   rrc.rotation_deg = 15;
-  rrc.fill_mode = "constant";
+  rrc.fill_mode = FillMode::constant;
   EXPECT_EQ(rrc.describe(),
             "random resized crop (scale 0.08-1, ratio 0.75-1.33333), rotation 15 deg, "
             "fill constant");
@@ -863,7 +868,7 @@ TEST(AugmentTest, PinnedOutputChecksums) {
   AugmentConfig rrc = keras;
   rrc.random_resized_crop = true;
   rrc.rrc_scale_min = 0.3f;
-  rrc.fill_mode = "constant";
+  rrc.fill_mode = FillMode::constant;
   AugmentConfig padded = keras;
   padded.crop_padding = 4;
   AugmentConfig exact;  // whole-pixel moves only: the integer path
@@ -880,7 +885,7 @@ TEST(AugmentTest, PinnedOutputChecksums) {
   Preprocessing gray_out = make_pre(1, 27, 21);
   gray_out.standardize = true;
   Preprocessing crop_out = make_pre(3, 24, 24);
-  crop_out.resize = "center_crop";
+  crop_out.resize = Resize::center_crop;
 
   struct Case {
     const char* name;

@@ -55,9 +55,11 @@ TEST(ConfigFields, EveryStoredFieldRoundTripsWithAValueOtherThanItsDefault) {
     EXPECT_EQ(field_value(f, with), changed);
     EXPECT_EQ(TrainConfig::from_json(with.to_json()).to_json(), with.to_json());
     // Every other field keeps its value.
-    for (const ConfigField& g : config_fields())
-      if (g.stored && g.key != f.key)
+    for (const ConfigField& g : config_fields()) {
+      if (g.stored && g.key != f.key) {
         EXPECT_EQ(field_value(g, with), field_value(g, source)) << g.key;
+      }
+    }
     ++checked;
   }
   EXPECT_GE(checked, 50);
@@ -92,8 +94,10 @@ TEST(ConfigFields, KeysAndFlagsAreUnique) {
   std::set<std::string> keys, flags;
   for (const ConfigField& f : config_fields()) {
     EXPECT_TRUE(keys.insert(f.key).second) << f.key;
-    if (!f.flag.empty()) EXPECT_TRUE(flags.insert(f.flag).second) << f.flag;
-    if (!f.flag.empty()) EXPECT_FALSE(f.help.empty()) << f.flag;
+    if (!f.flag.empty()) {
+      EXPECT_TRUE(flags.insert(f.flag).second) << f.flag;
+      EXPECT_FALSE(f.help.empty()) << f.flag;
+    }
   }
 }
 

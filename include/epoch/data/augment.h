@@ -5,9 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "epoch/data/dataset.h"
 #include "epoch/data/image.h"
@@ -37,15 +36,22 @@ struct Affine2D {
   Affine2D then(const Affine2D& other) const;
 };
 
+/// Where a geometric transform samples outside the source: the nearest edge pixel (Keras's
+/// default) or 0.
+enum class FillMode { nearest, constant };
+const char* fill_mode_name(FillMode m);
+/// The mode named `name` (ConfigError naming "nearest or constant" for another).
+FillMode parse_fill_mode(const std::string& name);
+
 /// What is drawn at random for each training sample. Ranges are symmetric and uniform unless
 /// said otherwise; everything off by default (the identity).
 struct AugmentConfig {
   // Geometric, in the output frame (as Keras applies them after resizing to the target size).
-  float rotation_deg = 0;      // angle in [-r, r] degrees
-  float width_shift = 0;       // shift in [-s, s] x output width
-  float height_shift = 0;      // shift in [-s, s] x output height
-  float shear = 0;             // shear angle in [-s, s] radians (the source's Keras 1 units)
-  float zoom = 0;              // x and y scale factors drawn independently in [1-z, 1+z]
+  float rotation_deg = 0;        // angle in [-r, r] degrees
+  float width_shift = 0;         // shift in [-s, s] x output width
+  float height_shift = 0;        // shift in [-s, s] x output height
+  float shear = 0;               // shear angle in [-s, s] radians (the source's Keras 1 units)
+  float zoom = 0;                // x and y scale factors drawn independently in [1-z, 1+z]
   bool horizontal_flip = false;  // each with probability 1/2
   bool vertical_flip = false;
   // Crops choose which part of the source becomes the output (instead of the whole image):
@@ -60,16 +66,16 @@ struct AugmentConfig {
   float rrc_ratio_min = 3.0f / 4.0f, rrc_ratio_max = 4.0f / 3.0f;
   /// Points that fall outside the source: "nearest" (Keras's default: the closest edge pixel)
   /// or "constant" (0). Crop padding always pads with 0.
-  std::string fill_mode = "nearest";
+  FillMode fill_mode = FillMode::nearest;
   // Photometric, in pixel units (0-255), before rescale; TensorFlow's semantics.
-  float brightness = 0;        // add delta in [-b, b] to every pixel
-  float contrast_min = 1.0f;   // per channel: (x - mean_c) * factor + mean_c,
-  float contrast_max = 1.0f;   //   factor uniform in [contrast_min, contrast_max]
+  float brightness = 0;       // add delta in [-b, b] to every pixel
+  float contrast_min = 1.0f;  // per channel: (x - mean_c) * factor + mean_c,
+  float contrast_max = 1.0f;  //   factor uniform in [contrast_min, contrast_max]
 
-  bool geometric() const;      // any geometric transform or crop is on
-  bool enabled() const;        // anything is on
+  bool geometric() const;  // any geometric transform or crop is on
+  bool enabled() const;    // anything is on
   /// Throws ConfigError naming the field for negative ranges, zoom >= 1, contrast_min >
-  /// contrast_max, an unknown fill_mode, or bad random-resized-crop ranges.
+  /// contrast_max, or bad random-resized-crop ranges.
   void validate() const;
   nlohmann::json to_json() const;
   static AugmentConfig from_json(const nlohmann::json& j);  // missing fields keep defaults
@@ -81,8 +87,7 @@ struct AugmentConfig {
 /// The deterministic output->source map of evaluation: Preprocessing::resize "stretch" maps
 /// the whole source onto the output, "center_crop" takes the central output-sized window
 /// (stretching instead when the source is smaller than the output).
-Affine2D base_transform(const Preprocessing& pre, std::int64_t src_width,
-                        std::int64_t src_height);
+Affine2D base_transform(const Preprocessing& pre, std::int64_t src_width, std::int64_t src_height);
 
 /// The random photometric draws of one sample.
 struct PhotometricDraw {
@@ -112,8 +117,8 @@ void warp_affine_bilinear(const ImageView& src, const Affine2D& map, bool fill_c
 /// standardization, mean/std) exactly as preprocess_sample would for an unchanged image.
 /// Without augmentation and with a source already of the output size the result equals
 /// preprocess_sample's bit for bit.
-void transform_sample(const ImageView& src, const Preprocessing& pre,
-                      const AugmentConfig* augment, RandomStream& rng, float* dst);
+void transform_sample(const ImageView& src, const Preprocessing& pre, const AugmentConfig* augment,
+                      RandomStream& rng, float* dst);
 
 /// The stream sample `index` of epoch `epoch` draws its augmentation from: a pure function of
 /// (seed, epoch, index), so batches are identical for any number of loader workers.

@@ -50,6 +50,13 @@ ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::
                                     std::int64_t width, std::int64_t num_classes,
                                     std::uint64_t seed);
 
+/// How evaluation and prediction fit an image of another size to the model's: stretch the whole
+/// image, or take the central window (after scaling the short side).
+enum class Resize { stretch, center_crop };
+const char* resize_name(Resize r);
+/// The mode named `name` (ConfigError naming "stretch or center_crop" for another).
+Resize parse_resize(const std::string& name);
+
 /// What turns an image into a model's f32 input: resize to (channels, height, width) (an image
 /// file of another size: "stretch" the whole image, or take the "center_crop"), then
 /// v = u8 * rescale; with standardize, v = (v - mean(v)) / max(stddev(v), 1/sqrt(C*H*W)) over
@@ -62,12 +69,11 @@ struct Preprocessing {
   std::int64_t channels = 0;
   std::int64_t height = 0;
   std::int64_t width = 0;
-  std::string resize = "stretch";  // or "center_crop"
-  bool standardize = false;        // per-image standardization
+  Resize resize = Resize::stretch;
+  bool standardize = false;  // per-image standardization
 
   /// Throws InvalidArgument unless the sizes are positive, mean/std are empty or have one
-  /// entry per channel, every std is finite and non-zero, rescale is finite and resize is
-  /// "stretch" or "center_crop".
+  /// entry per channel, every std is finite and non-zero and rescale is finite.
   void validate() const;
   /// {"rescale":...,"mean":[...],"std":[...],"channels":C,"height":H,"width":W,
   /// "resize":"stretch","standardize":false}; floats round-trip exactly through from_json.

@@ -12,12 +12,12 @@ namespace epoch::data {
 
 struct Image {
   std::int64_t width = 0, height = 0, channels = 0;  // channels: 1 (gray) or 3 (RGB)
-  std::vector<std::uint8_t> pixels;                   // (height, width, channels)
+  std::vector<std::uint8_t> pixels;                  // (height, width, channels)
 };
 
 /// Decodes a PNG of any bit depth, palette or alpha into gray (1 channel) or RGB (3): gray and
-/// gray+alpha files give 1 channel, everything else 3 (alpha composited on white). IoError naming the file
-/// on a missing, truncated or corrupt file.
+/// gray+alpha files give 1 channel, everything else 3 (alpha composited on white). IoError naming
+/// the file on a missing, truncated or corrupt file.
 Image read_png(const std::string& path);
 /// Writes an 8-bit gray or RGB PNG (IoError on failure).
 void write_png(const std::string& path, const Image& image);

@@ -20,12 +20,12 @@ namespace epoch::data {
 struct SynthConfig {
   std::string kind = "catdog";  // catdog | cifar10 | imagenet
   std::string out_dir;
-  std::int64_t count = 1000;      // training images, spread evenly over the classes
-  std::int64_t val_count = -1;    // validation images; -1: count / 5
+  std::int64_t count = 1000;           // training images, spread evenly over the classes
+  std::int64_t val_count = -1;         // validation images; -1: count / 5
   std::int64_t width = 0, height = 0;  // 0: the kind's default size
-  std::int64_t classes = 0;       // 0: the kind's default (catdog 2, cifar10 10, imagenet 10)
+  std::int64_t classes = 0;            // 0: the kind's default (catdog 2, cifar10 10, imagenet 10)
   std::uint64_t seed = 0;
-  int quality = 90;               // JPEG quality
+  int quality = 90;  // JPEG quality
   /// cifar10 only: also write the CIFAR-10 binary files (data_batch_1..5.bin, test_batch.bin,
   /// batches.meta.txt) of the same images into out_dir/cifar-10-batches-bin.
   bool cifar_binary = true;

@@ -31,8 +31,8 @@ struct Recipe {
   std::int64_t batch_size = 32;
   data::AugmentConfig augment;
   float rescale = 1.0f / 255.0f;
-  bool standardize = false;        // per-image standardization
-  std::string resize = "stretch";  // evaluation of other-sized images: stretch or center_crop
+  bool standardize = false;                     // per-image standardization
+  data::Resize resize = data::Resize::stretch;  // evaluation of other-sized images
 };
 
 /// The recipe of a model that names no other (fmnist-cnn, autoencoder): Adam 2e-3, batch 32,

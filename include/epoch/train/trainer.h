@@ -47,7 +47,7 @@ struct TrainConfig {
   float rescale = 1.0f / 255.0f;
   bool standardize = false;
   std::vector<float> mean, std;  // per-channel normalization after rescale (empty: none)
-  std::string resize = "stretch";
+  data::Resize resize = data::Resize::stretch;
   std::int64_t epochs = 3;
   // The default recipe (Adam 2e-3, batch 32, linear warm-up then cosine to 0) is the one that
   // reaches 91% on Fashion-MNIST within 3 epochs (docs/BENCHMARKS.md).
