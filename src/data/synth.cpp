@@ -59,7 +59,7 @@ std::vector<std::string> synth_class_names(const std::string& kind, std::int64_t
               kMaxImagenetClasses, " classes, not ", classes);
   std::vector<std::string> names;
   for (std::int64_t k = 0; k < n; ++k) {
-    char wnid[16];
+    char wnid[24];  // "n" and up to 20 digits
     std::snprintf(wnid, sizeof wnid, "n%08lld", static_cast<long long>(k));
     names.emplace_back(wnid);
   }
