@@ -282,6 +282,16 @@ namespace {
 // reconstruction, binary); a change that alters the arithmetic of training shows up here.
 // Regenerate with EPOCH_PRINT_GOLDEN=1 after an intended change (last: parameters named by
 // module path, which keys their initialization and dropout streams).
+// The losses are those of the Release build (GCC, -O3 -march=x86-64-v3), compared bit for bit
+// there; other builds (Debug, sanitizers, clang) contract and vectorize the floating point
+// differently and are held to a relative 1e-4 (they differ by up to about 1e-5).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && defined(__AVX2__) && \
+    defined(__FMA__)
+constexpr bool kReleaseArithmetic = true;
+#else
+constexpr bool kReleaseArithmetic = false;
+#endif
+
 struct GoldenCase {
   const char* model;
   std::int64_t samples;
@@ -311,8 +321,13 @@ TEST_P(GoldenRun, ReproducesItsLossesBitForBit) {
   if (std::getenv("EPOCH_PRINT_GOLDEN") != nullptr)
     for (float l : losses) std::printf("%.9gf,\n", l);
   ASSERT_EQ(losses.size(), g.losses.size());
-  for (std::size_t i = 0; i < g.losses.size(); ++i)
-    EXPECT_EQ(losses[i], g.losses[i]) << "step " << i;
+  for (std::size_t i = 0; i < g.losses.size(); ++i) {
+    if (kReleaseArithmetic)
+      EXPECT_EQ(losses[i], g.losses[i]) << "step " << i;
+    else
+      EXPECT_NEAR(losses[i], g.losses[i], 1e-4 * std::max(1.0f, std::fabs(g.losses[i])))
+          << "step " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
