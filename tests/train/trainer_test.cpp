@@ -298,6 +298,8 @@ struct GoldenCase {
   std::vector<float> losses;
 };
 
+void PrintTo(const GoldenCase& g, std::ostream* os) { *os << g.model; }
+
 class GoldenRun : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(GoldenRun, ReproducesItsLossesBitForBit) {
