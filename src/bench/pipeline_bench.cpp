@@ -29,9 +29,9 @@ double seconds_since(Clock::time_point t0) {
 train::TrainConfig data_config(const std::string& model, const std::string& data_arg,
                                std::int64_t cache_mib) {
   train::TrainConfig c = train::recipe_for(model);
-  c.data = data_arg;
-  c.cache_mib = cache_mib;
-  c.quiet = true;
+  c.data.source = data_arg;
+  c.data.cache_mib = cache_mib;
+  c.run.quiet = true;
   return c;
 }
 
@@ -63,7 +63,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchConfig& cfg) {
   const train::TrainingData data = train::open_training_data(tc, model->spec(), true);
   const data::SampleSource& source = *data.train;
   const data::Preprocessing pre = train::preprocessing_for(tc, model->spec());
-  const data::AugmentConfig augment = cfg.augment ? tc.augment : data::AugmentConfig{};
+  const data::AugmentConfig augment = cfg.augment ? tc.input.augment : data::AugmentConfig{};
   const data::AugmentConfig* aug = augment.enabled() ? &augment : nullptr;
   const data::DecodeOptions hint = data::decode_hint(pre, aug);
 
@@ -172,8 +172,8 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   const ops::ContextGuard context(ops::Context{ops::cpu_kernels(), cfg.threads});
   r.threads_used = ops::num_threads();
   train::TrainConfig tc = data_config(cfg.model, cfg.data, cfg.cache_mib);
-  tc.workers = cfg.workers;
-  tc.batch_size = cfg.batch_size;
+  tc.data.workers = cfg.workers;
+  tc.run.batch_size = cfg.batch_size;
   std::shared_ptr<models::Model> model = models::build_model(cfg.model);
   const train::TrainingData data = train::open_training_data(tc, model->spec(), true);
   const data::SampleSource& source = *data.train;
@@ -183,7 +183,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
       train::resolve_workers(tc, data, parse_device(cfg.device).is_cuda() ? 1 : r.threads_used);
   const auto* folder = dynamic_cast<const data::FolderSource*>(&source);
   if (folder && cfg.warm_cache && cfg.cache_mib > 0) {
-    const data::DecodeOptions hint = data::decode_hint(pre, &tc.augment);
+    const data::DecodeOptions hint = data::decode_hint(pre, &tc.input.augment);
 #pragma omp parallel for schedule(dynamic, 16)
     for (std::int64_t i = 0; i < source.size(); ++i) {
       data::Image scratch;
@@ -206,7 +206,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   lc.prefetch = cfg.prefetch;
   lc.seed = cfg.seed;
   Warnings warnings(stderr);
-  data::Loader loader(source, pre, tc.augment, lc, &warnings);
+  data::Loader loader(source, pre, tc.input.augment, lc, &warnings);
   std::int64_t epoch = 0;
   loader.start_epoch(epoch, data::epoch_order(source.size(), cfg.seed, epoch, true));
   model->train(true);

@@ -28,18 +28,19 @@ int run_eval(const EvalOptions& o) {
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
   train::TrainConfig c = t.config;
   if (!o.data.empty()) {
-    c.data = o.data;
-    c.val_data.clear();
-    c.val_split = 0.0;
+    c.data.source = o.data;
+    c.data.val_data.clear();
+    c.data.val_split = 0.0;
   }
-  if (o.limit > 0) c.limit_test = o.limit;
+  if (o.limit > 0) c.data.limit_test = o.limit;
   const std::unique_ptr<data::SampleSource> source =
       train::open_evaluation_data(c, t.model->spec(), t.class_names);
   data::LoaderConfig config;
-  config.batch_size =
-      o.batch_size > 0 ? o.batch_size : train::auto_eval_batch_size(t.model->spec(), c.batch_size);
-  config.workers = c.workers >= 0 ? c.workers : 0;
-  config.on_bad_image = c.on_bad_image;
+  config.batch_size = o.batch_size > 0
+                          ? o.batch_size
+                          : train::auto_eval_batch_size(t.model->spec(), c.run.batch_size);
+  config.workers = c.data.workers >= 0 ? c.data.workers : 0;
+  config.on_bad_image = c.data.on_bad_image;
   Warnings warnings(stderr);
   data::Loader loader(*source, t.preprocessing, std::nullopt, config, &warnings);
   const train::EvalResult r = train::evaluate(*t.model, loader, source->size());

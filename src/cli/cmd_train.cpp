@@ -48,10 +48,10 @@ train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c
     c.optimizer = optim::optimizer_defaults(f.optimizer.kind);
     c.optimizer.lr = f.optimizer.kind == optim::OptimizerKind::sgd ? 0.01f : 2e-3f;
   }
-  if (given("--schedule") && !given("--warmup-steps")) c.warmup_steps = -1;
+  if (given("--schedule") && !given("--warmup-steps")) c.schedule.warmup_steps = -1;
   // Augmentation: the recipe's (or none), then each augmentation flag given.
   if (o.augment_base == "none") {
-    c.augment = data::AugmentConfig{};
+    c.input.augment = data::AugmentConfig{};
   } else if (o.augment_base != "recipe") {
     EPOCH_THROW(ConfigError, "--augment ", o.augment_base, ": expected recipe or none");
   }
@@ -60,10 +60,10 @@ train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c
   if (given("--contrast")) {
     if (o.contrast.size() != 2)
       EPOCH_THROW(ConfigError, "--contrast expects MIN,MAX (e.g. 0.2,1.8)");
-    c.augment.contrast_min = o.contrast[0];
-    c.augment.contrast_max = o.contrast[1];
+    c.input.augment.contrast_min = o.contrast[0];
+    c.input.augment.contrast_max = o.contrast[1];
   }
-  c.augment.validate();
+  c.input.augment.validate();
   return c;
 }
 
@@ -71,40 +71,40 @@ train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c
 /// change (threads, workers, epochs, ...); a flag that would change what the run computes is
 /// refused, naming it, unless it repeats the stored value.
 train::TrainConfig resumed_config(const TrainOptions& o) {
-  if (o.cmd->count("--out") > 0 && o.config.out_dir != o.resume_dir)
-    EPOCH_THROW(ConfigError, "--resume ", o.resume_dir, " and --out ", o.config.out_dir,
+  if (o.cmd->count("--out") > 0 && o.config.run.out_dir != o.resume_dir)
+    EPOCH_THROW(ConfigError, "--resume ", o.resume_dir, " and --out ", o.config.run.out_dir,
                 " disagree");
   const train::TrainConfig stored = train::stored_run_config(o.resume_dir);
   train::TrainConfig c = config_from_flags(o, stored);
-  c.out_dir = o.resume_dir;
-  c.resume = true;
+  c.run.out_dir = o.resume_dir;
+  c.run.resume = true;
   if (const std::string conflicts = train::resume_conflicts(stored, c); !conflicts.empty())
     EPOCH_THROW(ConfigError, "--resume ", o.resume_dir,
                 " continues the run as it was started; flags would change ", conflicts,
                 ": drop them, or start a new run with another --out");
-  if (c.epochs != stored.epochs && stored.schedule.kind != optim::ScheduleKind::constant)
+  if (c.run.epochs != stored.run.epochs && stored.schedule.kind != optim::ScheduleKind::constant)
     std::fprintf(stderr,
                  "epoch: warning: --epochs %lld changes the run's plan of %lld epochs: its %s "
                  "learning-rate schedule is recomputed over %lld epochs\n",
-                 static_cast<long long>(c.epochs), static_cast<long long>(stored.epochs),
-                 optim::schedule_name(stored.schedule.kind), static_cast<long long>(c.epochs));
+                 static_cast<long long>(c.run.epochs), static_cast<long long>(stored.run.epochs),
+                 optim::schedule_name(stored.schedule.kind), static_cast<long long>(c.run.epochs));
   return c;
 }
 
 int run_train(TrainOptions& o) {
   train::TrainConfig c = o.resume_dir.empty()
-                             ? config_from_flags(o, train::recipe_for(o.config.model))
+                             ? config_from_flags(o, train::recipe_for(o.config.run.model))
                              : resumed_config(o);
-  c.progress_interactive = stdout_is_terminal() && !o.json;
+  c.run.progress_interactive = stdout_is_terminal() && !o.json;
   std::FILE* progress = o.json ? stderr : stdout;
-  if (!c.quiet)
-    std::fprintf(progress, "epoch: training %s%s: %s\n", c.model.c_str(),
-                 c.resume ? (" (resuming " + c.out_dir + ")").c_str() : "",
+  if (!c.run.quiet)
+    std::fprintf(progress, "epoch: training %s%s: %s\n", c.run.model.c_str(),
+                 c.run.resume ? (" (resuming " + c.run.out_dir + ")").c_str() : "",
                  train::describe_recipe(c).c_str());
   const train::TrainResult r = train::train(c, progress);
   if (o.json) {
     nlohmann::json j = r.to_json();
-    j["model"] = c.model;
+    j["model"] = c.run.model;
     j["peak_rss_mib"] = peak_rss_mib();
     std::printf("%s\n", j.dump().c_str());
   } else {

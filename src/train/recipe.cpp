@@ -9,18 +9,18 @@ namespace epoch::train {
 
 TrainConfig recipe_for(const std::string& model) {
   TrainConfig c;  // the default recipe (models::default_recipe)
-  c.model = model;
+  c.run.model = model;
   for (const models::ModelSpec& spec : models::model_specs()) {
     if (spec.name != model) continue;
     const models::Recipe& r = spec.recipe;
     c.optimizer = r.optimizer;
     c.schedule = r.schedule;
-    c.warmup_steps = r.warmup_steps;
-    c.batch_size = r.batch_size;
-    c.augment = r.augment;
-    c.rescale = r.rescale;
-    c.standardize = r.standardize;
-    c.resize = r.resize;
+    c.schedule.warmup_steps = r.warmup_steps;
+    c.run.batch_size = r.batch_size;
+    c.input.augment = r.augment;
+    c.input.rescale = r.rescale;
+    c.input.standardize = r.standardize;
+    c.input.resize = r.resize;
   }
   return c;
 }
@@ -28,10 +28,11 @@ TrainConfig recipe_for(const std::string& model) {
 std::string describe_recipe(const TrainConfig& c) {
   std::ostringstream out;
   out << optim::optimizer_name(c.optimizer.kind) << " lr " << c.optimizer.lr << ", "
-      << optim::schedule_name(c.schedule.kind) << " schedule, batch " << c.batch_size
-      << ", augmentation: " << c.augment.describe();
-  if (c.standardize) out << ", per-image standardization";
-  if (c.resize != data::Resize::stretch) out << ", evaluation " << data::resize_name(c.resize);
+      << optim::schedule_name(c.schedule.kind) << " schedule, batch " << c.run.batch_size
+      << ", augmentation: " << c.input.augment.describe();
+  if (c.input.standardize) out << ", per-image standardization";
+  if (c.input.resize != data::Resize::stretch)
+    out << ", evaluation " << data::resize_name(c.input.resize);
   return out.str();
 }
 

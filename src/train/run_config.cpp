@@ -38,8 +38,8 @@ TrainConfig::TrainConfig() {
   const models::Recipe r = models::default_recipe();
   optimizer = r.optimizer;
   schedule = r.schedule;
-  warmup_steps = r.warmup_steps;
-  batch_size = r.batch_size;
+  schedule.warmup_steps = r.warmup_steps;
+  run.batch_size = r.batch_size;
 }
 
 json TrainConfig::to_json() const { return config_to_json(*this); }

@@ -54,14 +54,14 @@ std::string default_run_dir(const std::string& model) {
 }
 
 void check_config(const TrainConfig& c) {
-  if (c.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.epochs);
-  if (c.batch_size < 1)
-    EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.batch_size);
-  if (c.eval_batch_size < 0) EPOCH_THROW(ConfigError, "eval batch size must be >= 0 (0: auto)");
+  if (c.run.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.run.epochs);
+  if (c.run.batch_size < 1)
+    EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.run.batch_size);
+  if (c.run.eval_batch_size < 0) EPOCH_THROW(ConfigError, "eval batch size must be >= 0 (0: auto)");
   if (!(c.optimizer.lr > 0.0f) || !std::isfinite(c.optimizer.lr))
     EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
-  if (c.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.threads);
-  if (c.warmup_steps < -1) EPOCH_THROW(ConfigError, "--warmup-steps must be >= 0");
+  if (c.run.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.run.threads);
+  if (c.schedule.warmup_steps < -1) EPOCH_THROW(ConfigError, "--warmup-steps must be >= 0");
 }
 
 std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
@@ -69,13 +69,13 @@ std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
                                                        const data::SampleSource& train_data,
                                                        std::int64_t epoch, std::int64_t step,
                                                        const EvalResult& eval) {
-  return {{"model", c.model},
+  return {{"model", c.run.model},
           {"preprocessing", pre.to_json()},
           {"class_names", json(train_data.class_names()).dump()},
           {"epoch", std::to_string(epoch)},
           {"step", std::to_string(step)},
-          {"seed", std::to_string(c.seed)},
-          {"determinism", determinism_name(c.determinism)},
+          {"seed", std::to_string(c.run.seed)},
+          {"determinism", determinism_name(c.run.determinism)},
           {"config", c.to_json().dump()},
           {"test_loss", std::to_string(eval.loss)},
           {"test_accuracy", std::to_string(eval.accuracy)},
@@ -95,13 +95,13 @@ bool better_than(const EvalResult& a, double best_accuracy, double best_loss) {
 /// Bytes of one batch of float inputs, refused when it alone would not fit in this machine's
 /// memory (a --batch-size typo would otherwise end in a bare "out of memory").
 void check_batch_fits(const TrainConfig& c, const models::ModelSpec& spec) {
-  const double bytes = static_cast<double>(c.batch_size) * static_cast<double>(spec.input[0]) *
+  const double bytes = static_cast<double>(c.run.batch_size) * static_cast<double>(spec.input[0]) *
                        static_cast<double>(spec.input[1]) * static_cast<double>(spec.input[2]) *
                        sizeof(float);
   const double memory =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (memory > 0 && bytes > 0.5 * memory)
-    EPOCH_THROW(ConfigError, "--batch-size ", c.batch_size, ": one batch of ", spec.name,
+    EPOCH_THROW(ConfigError, "--batch-size ", c.run.batch_size, ": one batch of ", spec.name,
                 " inputs needs ", std::llround(bytes / (1 << 30)),
                 " GiB, more than half of this machine's ", std::llround(memory / (1 << 30)),
                 " GiB");
@@ -123,7 +123,7 @@ struct ResumePoint {
 /// that a new run's folder holds no run.
 ResumePoint resume_point(const TrainConfig& c, const fs::path& run_dir) {
   ResumePoint r;
-  if (!c.resume) {
+  if (!c.run.resume) {
     switch (run_state(run_dir.string())) {
       case RunState::empty:
         return r;
@@ -152,9 +152,9 @@ ResumePoint resume_point(const TrainConfig& c, const fs::path& run_dir) {
 }
 
 Device training_device(const TrainConfig& c) {
-  const Device device = parse_device(c.device);
+  const Device device = parse_device(c.run.device);
   if (device.is_cuda() && device.index >= memory::cuda_device_count())
-    EPOCH_THROW(ConfigError, "--device ", c.device, ": no such CUDA device (",
+    EPOCH_THROW(ConfigError, "--device ", c.run.device, ": no such CUDA device (",
                 memory::cuda_device_count(), " visible",
                 EPOCH_WITH_CUDA ? "" : "; built without CUDA", ")");
   return device;
@@ -165,9 +165,10 @@ std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
                                                     std::int64_t steps_per_epoch) {
   optim::ScheduleConfig sched = c.schedule;
   sched.base_lr = c.optimizer.lr;
-  sched.total_steps = steps_per_epoch * c.epochs;
-  sched.warmup_steps =
-      c.warmup_steps >= 0 ? c.warmup_steps : std::min<std::int64_t>(300, sched.total_steps / 10);
+  sched.total_steps = steps_per_epoch * c.run.epochs;
+  sched.warmup_steps = c.schedule.warmup_steps >= 0
+                           ? c.schedule.warmup_steps
+                           : std::min<std::int64_t>(300, sched.total_steps / 10);
   return optim::make_schedule(sched);
 }
 
@@ -200,23 +201,23 @@ struct Run {
 Run::Run(const TrainConfig& config, Warnings& warnings_sink)
     : c(config),
       warnings(warnings_sink),
-      dir(c.out_dir),
+      dir(c.run.out_dir),
       ckpt_dir(dir / "checkpoints"),
       last_ckpt(ckpt_dir / "last.safetensors"),
       best_ckpt(ckpt_dir / "best.safetensors"),
       device(training_device(c)),
-      model(models::build_model(c.model)) {
+      model(models::build_model(c.run.model)) {
   check_batch_fits(c, model->spec());
   data = open_training_data(c, model->spec());
   pre = preprocessing_for(c, model->spec());
-  c.augment.validate();
-  loader_config.batch_size = c.batch_size;
+  c.input.augment.validate();
+  loader_config.batch_size = c.run.batch_size;
   loader_config.workers = resolve_workers(c, data, device.is_cuda() ? 1 : ops::num_threads());
-  loader_config.prefetch = c.prefetch;
-  loader_config.seed = c.seed;
-  loader_config.on_bad_image = c.on_bad_image;
+  loader_config.prefetch = c.data.prefetch;
+  loader_config.seed = c.run.seed;
+  loader_config.on_bad_image = c.data.on_bad_image;
   n_train = data.train->size();
-  steps_per_epoch = (n_train + c.batch_size - 1) / c.batch_size;
+  steps_per_epoch = (n_train + c.run.batch_size - 1) / c.run.batch_size;
 }
 
 /// "(none yet)" or the last good checkpoint, for a message about a diverged run.
@@ -235,10 +236,10 @@ struct EpochTotals {
 EpochTotals train_epoch(Run& run, Step& step, data::Loader& loader, MetricsLog& metrics,
                         Progress& progress, std::int64_t epoch, std::int64_t& global_step) {
   const TrainConfig& c = run.c;
-  loader.start_epoch(epoch, data::epoch_order(run.n_train, c.seed, epoch, true));
+  loader.start_epoch(epoch, data::epoch_order(run.n_train, c.run.seed, epoch, true));
   const double wait_before = loader.stats().wait_s;
   run.model->train(true);
-  if (!c.quiet) progress.start_epoch(epoch + 1, c.epochs, run.steps_per_epoch);
+  if (!c.run.quiet) progress.start_epoch(epoch + 1, c.run.epochs, run.steps_per_epoch);
   const auto start = std::chrono::steady_clock::now();
   EpochTotals t;
   double window_sum = 0.0;
@@ -262,8 +263,8 @@ EpochTotals train_epoch(Run& run, Step& step, data::Loader& loader, MetricsLog& 
     ++window_n;
     t.images += batch->images.size(0);
     t.steps = s + 1;
-    if (!c.quiet) progress.update(s + 1, t.images, window_sum / static_cast<double>(window_n));
-    if (c.log_every > 0 && global_step % c.log_every == 0) {
+    if (!c.run.quiet) progress.update(s + 1, t.images, window_sum / static_cast<double>(window_n));
+    if (c.run.log_every > 0 && global_step % c.run.log_every == 0) {
       metrics.write({{"kind", "step"},
                      {"epoch", epoch + 1},
                      {"step", global_step},
@@ -298,7 +299,7 @@ void save_epoch_checkpoint(const Run& run, const optim::Optimizer& optimizer, st
   save_checkpoint(run.last_ckpt.string(), *run.model, &optimizer, meta);
   publish_copy(run.last_ckpt.string(), (run.ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
   if (best_now) publish_copy(run.last_ckpt.string(), run.best_ckpt.string());
-  prune_epoch_checkpoints(run.dir.string(), run.c.keep_checkpoints);
+  prune_epoch_checkpoints(run.dir.string(), run.c.run.keep_checkpoints);
 }
 
 json epoch_record(std::int64_t epoch, std::int64_t global_step, const EpochTotals& t,
@@ -341,16 +342,16 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   };
   TrainConfig c = requested;
-  if (c.out_dir.empty()) c.out_dir = default_run_dir(c.model);
+  if (c.run.out_dir.empty()) c.run.out_dir = default_run_dir(c.run.model);
   Warnings own_warnings(stderr);  // --quiet silences progress, never warnings
   Warnings& warnings = warnings_in != nullptr ? *warnings_in : own_warnings;
   check_config(c);
 
   // The run directory: one process at a time from here on (a killed holder's lock is
   // released by the kernel), then where the run starts.
-  const fs::path run_dir = c.out_dir;
+  const fs::path run_dir = c.run.out_dir;
   std::error_code ec;
-  if (c.resume && !fs::is_directory(run_dir, ec))
+  if (c.run.resume && !fs::is_directory(run_dir, ec))
     EPOCH_THROW(IoError, run_dir.string(), ": no run to resume (no such folder)");
   const RunDirLock lock(run_dir.string());
   if (remove_orphaned_temporaries(run_dir.string()) > 0)
@@ -360,19 +361,19 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
 
   // This call's kernels and threads, for this thread only and restored on return.
   const ops::ContextGuard context(ops::Context{
-      c.determinism == Determinism::strict ? ops::CpuKernels::reference : ops::CpuKernels::fast,
-      c.threads});
+      c.run.determinism == Determinism::strict ? ops::CpuKernels::reference : ops::CpuKernels::fast,
+      c.run.threads});
 
   // Model, data, step (optimizer and schedule), restored when resuming.
   Run run(c, warnings);
-  nn::initialize(*run.model, c.seed);
+  nn::initialize(*run.model, c.run.seed);
   run.model->to(run.device);
-  Step step(*run.model, c.optimizer, planned_schedule(c, run.steps_per_epoch), c.seed);
-  if (c.resume) {
+  Step step(*run.model, c.optimizer, planned_schedule(c, run.steps_per_epoch), c.run.seed);
+  if (c.run.resume) {
     load_model_state(start.checkpoint, *run.model);
     load_optimizer_state(start.checkpoint, step.optimizer());
   }
-  if (start.epoch >= c.epochs)
+  if (start.epoch >= c.run.epochs)
     EPOCH_THROW(ConfigError, run_dir.string(), " already completed ", start.epoch,
                 " epochs; pass a larger --epochs to continue");
 
@@ -381,14 +382,14 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   fs::create_directories(run.ckpt_dir, ec);
   if (ec) EPOCH_THROW(IoError, run.ckpt_dir.string(), ": cannot create: ", ec.message());
   write_run_config(run_dir, c, *run.model);
-  if (c.resume) truncate_metrics_after(run_dir.string(), start.step);
+  if (c.run.resume) truncate_metrics_after(run_dir.string(), start.step);
   MetricsLog metrics((run_dir / "metrics.jsonl").string());
-  Progress progress(progress_out, c.progress_interactive);
-  data::Loader loader(*run.data.train, run.pre, c.augment, run.loader_config, &warnings);
+  Progress progress(progress_out, c.run.progress_interactive);
+  data::Loader loader(*run.data.train, run.pre, c.input.augment, run.loader_config, &warnings);
   data::LoaderConfig eval_config = run.loader_config;
-  eval_config.batch_size = c.eval_batch_size > 0
-                               ? c.eval_batch_size
-                               : auto_eval_batch_size(run.model->spec(), c.batch_size);
+  eval_config.batch_size = c.run.eval_batch_size > 0
+                               ? c.run.eval_batch_size
+                               : auto_eval_batch_size(run.model->spec(), c.run.batch_size);
   data::Loader eval_loader(*run.data.val, run.pre, std::nullopt, eval_config, &warnings);
 
   // Each epoch: train, check for divergence, evaluate, checkpoint, log.
@@ -398,8 +399,9 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   double train_seconds = 0.0, wait_seconds = 0.0;
   std::int64_t images_this_run = 0, global_step = start.step;
   EvalResult eval;
-  const std::int64_t end_epoch =
-      c.stop_after_epochs > 0 ? std::min(c.epochs, start.epoch + c.stop_after_epochs) : c.epochs;
+  const std::int64_t end_epoch = c.run.stop_after_epochs > 0
+                                     ? std::min(c.run.epochs, start.epoch + c.run.stop_after_epochs)
+                                     : c.run.epochs;
   for (std::int64_t epoch = start.epoch; epoch < end_epoch; ++epoch) {
     const EpochTotals t = train_epoch(run, step, loader, metrics, progress, epoch, global_step);
     train_seconds += t.seconds;
@@ -420,7 +422,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     save_epoch_checkpoint(run, step.optimizer(), epoch, global_step, eval, start);
     result.checkpoint = run.last_ckpt.string();
     metrics.write(epoch_record(epoch, global_step, t, eval, elapsed()));
-    if (!c.quiet) progress.end_epoch(epoch_line(epoch, t, eval, run.data.val_name));
+    if (!c.run.quiet) progress.end_epoch(epoch_line(epoch, t, eval, run.data.val_name));
   }
   warnings.summarize();
   result.epochs = end_epoch;

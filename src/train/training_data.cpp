@@ -36,8 +36,8 @@ data::ImageFolder take_first(data::ImageFolder f, std::int64_t limit) {
 
 void memory_pair(TrainingData& d, data::ImageDataset train, data::ImageDataset val,
                  const TrainConfig& c) {
-  d.train = std::make_unique<data::MemorySource>(take_first(train, c.limit_train));
-  d.val = std::make_unique<data::MemorySource>(take_first(val, c.limit_test));
+  d.train = std::make_unique<data::MemorySource>(take_first(train, c.data.limit_train));
+  d.val = std::make_unique<data::MemorySource>(take_first(val, c.data.limit_test));
 }
 
 void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& c,
@@ -46,12 +46,12 @@ void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& 
   data::ImageFolder val;
   bool found = true;
   d.val_name = "validation";
-  if (!c.val_data.empty()) {
-    if (c.val_split > 0)
+  if (!c.data.val_data.empty()) {
+    if (c.data.val_split > 0)
       EPOCH_THROW(ConfigError, "--val-data and --val-split both given: choose one");
-    val = data::scan_image_folder(c.val_data, train.class_names);
-  } else if (c.val_split > 0) {
-    std::tie(train, val) = data::split_image_folder(train, c.val_split);
+    val = data::scan_image_folder(c.data.val_data, train.class_names);
+  } else if (c.data.val_split > 0) {
+    std::tie(train, val) = data::split_image_folder(train, c.data.val_split);
   } else {
     const fs::path root = train_dir.parent_path();
     found = false;
@@ -69,11 +69,12 @@ void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& 
       EPOCH_THROW(ConfigError, train_dir.string(),
                   ": no validation images: pass --val-data DIR or --val-split 0.2");
   }
-  const std::int64_t cache = c.cache_mib * 1024 * 1024;
+  const std::int64_t cache = c.data.cache_mib * 1024 * 1024;
   d.train =
-      std::make_unique<data::FolderSource>(take_first(std::move(train), c.limit_train), cache);
+      std::make_unique<data::FolderSource>(take_first(std::move(train), c.data.limit_train), cache);
   if (found)
-    d.val = std::make_unique<data::FolderSource>(take_first(std::move(val), c.limit_test), cache);
+    d.val =
+        std::make_unique<data::FolderSource>(take_first(std::move(val), c.data.limit_test), cache);
   d.kind = "image-folder";
 }
 
@@ -82,10 +83,11 @@ void folder_pair(TrainingData& d, const fs::path& train_dir, const TrainConfig& 
 std::unique_ptr<data::SampleSource> open_evaluation_data(
     const TrainConfig& c, const models::ModelSpec& spec,
     const std::vector<std::string>& class_names) {
-  if (data::locate_dataset(c.data).format == data::DatasetFormat::image_classes &&
-      c.val_data.empty() && c.val_split <= 0.0) {
-    data::ImageFolder folder = data::scan_image_folder(c.data, class_names);
-    return std::make_unique<data::FolderSource>(take_first(std::move(folder), c.limit_test), 0);
+  if (data::locate_dataset(c.data.source).format == data::DatasetFormat::image_classes &&
+      c.data.val_data.empty() && c.data.val_split <= 0.0) {
+    data::ImageFolder folder = data::scan_image_folder(c.data.source, class_names);
+    return std::make_unique<data::FolderSource>(take_first(std::move(folder), c.data.limit_test),
+                                                0);
   }
   return std::move(open_training_data(c, spec).val);
 }
@@ -94,15 +96,15 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
                                 bool validation_optional) {
   TrainingData d;
   const std::int64_t classes = spec.task == models::Task::classification ? spec.outputs : 2;
-  const data::DatasetLocation where = data::locate_dataset(c.data);
+  const data::DatasetLocation where = data::locate_dataset(c.data.source);
   switch (where.format) {
     case data::DatasetFormat::synthetic:
       memory_pair(d,
-                  data::make_synthetic_dataset(c.synthetic_count, spec.input[0], spec.input[1],
-                                               spec.input[2], classes, c.seed),
-                  data::make_synthetic_dataset(std::max<std::int64_t>(c.synthetic_count / 4, 1),
-                                               spec.input[0], spec.input[1], spec.input[2], classes,
-                                               c.seed + 1000003),
+                  data::make_synthetic_dataset(c.data.synthetic_count, spec.input[0], spec.input[1],
+                                               spec.input[2], classes, c.run.seed),
+                  data::make_synthetic_dataset(
+                      std::max<std::int64_t>(c.data.synthetic_count / 4, 1), spec.input[0],
+                      spec.input[1], spec.input[2], classes, c.run.seed + 1000003),
                   c);
       d.kind = "synthetic";
       break;
@@ -132,9 +134,9 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
       folder_pair(d, where.path, c, validation_optional);
       break;
   }
-  if (d.kind != "image-folder" && (!c.val_data.empty() || c.val_split > 0))
+  if (d.kind != "image-folder" && (!c.data.val_data.empty() || c.data.val_split > 0))
     EPOCH_THROW(ConfigError, "--val-data and --val-split apply to image folders; ",
-                c.data.empty() ? "Fashion-MNIST" : c.data, " has its own test set");
+                c.data.source.empty() ? "Fashion-MNIST" : c.data.source, " has its own test set");
   const std::int64_t have = d.train->num_classes();
   if (spec.task == models::Task::classification && have > spec.outputs)
     EPOCH_THROW(ConfigError, "model ", spec.name, " has ", spec.outputs, " outputs but the data ",
@@ -154,11 +156,11 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
 
 data::Preprocessing preprocessing_for(const TrainConfig& c, const models::ModelSpec& spec) {
   data::Preprocessing p;
-  p.rescale = c.rescale;
-  p.standardize = c.standardize;
-  p.mean = c.mean;
-  p.std = c.std;
-  p.resize = c.resize;
+  p.rescale = c.input.rescale;
+  p.standardize = c.input.standardize;
+  p.mean = c.input.mean;
+  p.std = c.input.std;
+  p.resize = c.input.resize;
   p.channels = spec.input[0];
   p.height = spec.input[1];
   p.width = spec.input[2];
@@ -176,7 +178,7 @@ std::int64_t auto_eval_batch_size(const models::ModelSpec& spec, std::int64_t tr
 }
 
 int resolve_workers(const TrainConfig& c, const TrainingData& d, int compute_threads) {
-  if (c.workers >= 0) return c.workers;
+  if (c.data.workers >= 0) return c.data.workers;
   if (!d.from_files()) return 0;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   return std::clamp(cores - compute_threads, 0, 4);

@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
   const fs::path ck_dir = root / "fuzz_checkpoint";
   fs::create_directories(ck_dir);
   epoch::train::TrainConfig config;
-  config.model = "autoencoder";
+  config.run.model = "autoencoder";
   epoch::data::Preprocessing pre;
   pre.channels = 1;
   pre.height = 28;

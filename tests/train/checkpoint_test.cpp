@@ -34,7 +34,7 @@ void write_checkpoint(const std::string& path, const Edit& edit) {
   nn::initialize(*m, 1);
   auto opt = optim::make_optimizer(optim::optimizer_defaults("adam"), m->parameters());
   TrainConfig c;
-  c.model = "autoencoder";
+  c.run.model = "autoencoder";
   data::Preprocessing pre;
   pre.channels = 1;
   pre.height = 28;
@@ -128,7 +128,7 @@ TEST(Checkpoint, PositionalFormatOneIsUpgradedToModulePaths) {
   oc.weight_decay = 0.004f;
   auto opt = optim::make_optimizer(oc, m->parameters());
   TrainConfig c;
-  c.model = "cifar10-tf";
+  c.run.model = "cifar10-tf";
   c.optimizer = oc;
   save_checkpoint(dir / "named.safetensors", *m, opt.get(),
                   {{"model", "cifar10-tf"}, {"config", c.to_json().dump()}});

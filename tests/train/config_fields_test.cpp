@@ -29,8 +29,9 @@ json another_value(const ConfigField& f, const json& v) {
   }
   const double d = v.get<double>();
   const double mid = (f.bounds.lo + f.bounds.hi) / 2;
-  const double other =
-      f.bounds.kind != Bounds::Kind::range ? d + 0.375 : mid == d ? f.bounds.lo : mid;
+  const double other = f.bounds.kind != Bounds::Kind::range ? d + 0.375
+                       : mid == d                           ? f.bounds.lo
+                                                            : mid;
   return static_cast<double>(static_cast<float>(other));  // exact in the float fields too
 }
 
@@ -108,7 +109,7 @@ TEST(ConfigFields, OlderRunsWithoutNewerFieldsKeepTheDefaults) {
   j.erase("keep_checkpoints");
   const TrainConfig c = TrainConfig::from_json(j);
   EXPECT_FALSE(c.optimizer.centered);
-  EXPECT_EQ(c.keep_checkpoints, 3);
+  EXPECT_EQ(c.run.keep_checkpoints, 3);
 }
 
 TEST(ConfigFields, BadStoredValuesAreRefusedNamingTheKey) {

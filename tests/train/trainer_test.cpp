@@ -21,16 +21,16 @@ namespace {
 
 TrainConfig small_config(const std::string& out) {
   TrainConfig c;
-  c.model = "fmnist-cnn";
-  c.data = "synthetic";
-  c.synthetic_count = 768;
-  c.epochs = 2;
-  c.batch_size = 32;
-  c.out_dir = out;
-  c.quiet = true;
-  c.threads = 2;
-  c.seed = 3;
-  c.log_every = 4;
+  c.run.model = "fmnist-cnn";
+  c.data.source = "synthetic";
+  c.data.synthetic_count = 768;
+  c.run.epochs = 2;
+  c.run.batch_size = 32;
+  c.run.out_dir = out;
+  c.run.quiet = true;
+  c.run.threads = 2;
+  c.run.seed = 3;
+  c.run.log_every = 4;
   return c;
 }
 
@@ -94,10 +94,10 @@ TEST(Trainer, ResumingEqualsNotStopping) {
   testing::TempDir dir;
   const TrainResult straight = train(small_config(dir / "straight"), stdout);
   TrainConfig first = small_config(dir / "resumed");
-  first.stop_after_epochs = 1;  // as if killed after the first epoch's checkpoint
+  first.run.stop_after_epochs = 1;  // as if killed after the first epoch's checkpoint
   EXPECT_EQ(train(first, stdout).epochs, 1);
   TrainConfig second = small_config(dir / "resumed");
-  second.resume = true;
+  second.run.resume = true;
   const TrainResult resumed = train(second, stdout);
   EXPECT_EQ(resumed.steps, straight.steps);
   expect_same_checkpoint_tensors(straight.checkpoint, resumed.checkpoint);
@@ -106,13 +106,13 @@ TEST(Trainer, ResumingEqualsNotStopping) {
 TEST(Trainer, StrictDeterminismIgnoresTheThreadCount) {
   testing::TempDir dir;
   TrainConfig one = small_config(dir / "one");
-  one.determinism = Determinism::strict;
-  one.epochs = 1;
-  one.synthetic_count = 256;
-  one.threads = 1;
+  one.run.determinism = Determinism::strict;
+  one.run.epochs = 1;
+  one.data.synthetic_count = 256;
+  one.run.threads = 1;
   TrainConfig two = one;
-  two.out_dir = dir / "two";
-  two.threads = 2;
+  two.run.out_dir = dir / "two";
+  two.run.threads = 2;
   expect_same_checkpoint_tensors(train(one, stdout).checkpoint, train(two, stdout).checkpoint);
 }
 
@@ -133,18 +133,18 @@ TEST(Trainer, DivergenceIsAClearError) {
 TEST(Trainer, RefusesToOverwriteARunAndChecksTheConfig) {
   testing::TempDir dir;
   TrainConfig c = small_config(dir / "run");
-  c.epochs = 1;
-  c.synthetic_count = 64;
+  c.run.epochs = 1;
+  c.data.synthetic_count = 64;
   train(c, stdout);
   EXPECT_THROW(train(c, stdout), ConfigError);
   TrainConfig bad = small_config(dir / "other");
-  bad.batch_size = 0;
+  bad.run.batch_size = 0;
   EXPECT_THROW(train(bad, stdout), ConfigError);
   TrainConfig missing = small_config(dir / "missing");
-  missing.data = dir / "no-such-folder";
+  missing.data.source = dir / "no-such-folder";
   EXPECT_THROW(train(missing, stdout), IoError);
   TrainConfig resume_nothing = small_config(dir / "nothing");
-  resume_nothing.resume = true;
+  resume_nothing.run.resume = true;
   EXPECT_THROW(train(resume_nothing, stdout), IoError);
 }
 
@@ -154,7 +154,7 @@ TEST(Trainer, DivergedWeightsAreNeverCheckpointed) {
   testing::TempDir dir;
   TrainConfig c = small_config(dir / "run");
   c.optimizer.lr = 1e20f;
-  c.synthetic_count = 256;
+  c.data.synthetic_count = 256;
   try {
     train(c, stdout);
     FAIL() << "a run with NaN weights finished";
@@ -180,7 +180,7 @@ TEST(Trainer, ARunWithoutCheckpointIsNeitherOverwrittenNorResumed) {
                                            << "\n";
   EXPECT_THROW(train(small_config(dir / "run"), stdout), ConfigError);
   TrainConfig resume = small_config(dir / "run");
-  resume.resume = true;
+  resume.run.resume = true;
   try {
     train(resume, stdout);
     FAIL() << "resumed a run without a checkpoint";
@@ -192,9 +192,9 @@ TEST(Trainer, ARunWithoutCheckpointIsNeitherOverwrittenNorResumed) {
 TEST(Trainer, ResumeContinuesTheStoredRunAndRefusesChanges) {
   testing::TempDir dir;
   TrainConfig first = small_config(dir / "run");
-  first.epochs = 3;
-  first.synthetic_count = 256;
-  first.stop_after_epochs = 1;
+  first.run.epochs = 3;
+  first.data.synthetic_count = 256;
+  first.run.stop_after_epochs = 1;
   train(first, stdout);
   // A kill after logging an epoch but before its checkpoint left records past it, and a
   // temporary file.
@@ -204,11 +204,11 @@ TEST(Trainer, ResumeContinuesTheStoredRunAndRefusesChanges) {
   std::ofstream(dir / "run/checkpoints/last.safetensors.tmp.4242.0") << "partial";
 
   const TrainConfig stored = stored_run_config(dir / "run");
-  EXPECT_EQ(stored.epochs, 3);
+  EXPECT_EQ(stored.run.epochs, 3);
   TrainConfig changed = stored;
-  changed.resume = true;
-  changed.out_dir = dir / "run";
-  changed.batch_size = 7;
+  changed.run.resume = true;
+  changed.run.out_dir = dir / "run";
+  changed.run.batch_size = 7;
   changed.optimizer.lr = 0.5f;
   EXPECT_EQ(resume_conflicts(stored, changed),
             "batch_size 7 (the run has 32), optimizer.lr 0.5 (the run has 0.002)");
@@ -216,10 +216,10 @@ TEST(Trainer, ResumeContinuesTheStoredRunAndRefusesChanges) {
   EXPECT_THROW(train(changed, stdout), ConfigError);
 
   TrainConfig resume = stored;
-  resume.resume = true;
-  resume.out_dir = dir / "run";
-  resume.quiet = true;
-  resume.threads = 1;  // allowed: how fast, not what
+  resume.run.resume = true;
+  resume.run.out_dir = dir / "run";
+  resume.run.quiet = true;
+  resume.run.threads = 1;  // allowed: how fast, not what
   const TrainResult r = train(resume, stdout);
   EXPECT_EQ(r.epochs, 3);  // the stored plan, not a default
   EXPECT_EQ(r.steps, 3 * 8);
@@ -244,10 +244,10 @@ TEST(Trainer, BatchesOfSkippedImagesAreNotSteps) {
     }
   }
   TrainConfig c = small_config(dir / "run");
-  c.model = "catdog";
-  c.data = dir / "train";
-  c.batch_size = 1;  // each bad file is a whole batch
-  c.augment = data::AugmentConfig{};
+  c.run.model = "catdog";
+  c.data.source = dir / "train";
+  c.run.batch_size = 1;  // each bad file is a whole batch
+  c.input.augment = data::AugmentConfig{};
   Warnings quiet(nullptr);
   const TrainResult r = train(c, stdout, &quiet);
   EXPECT_EQ(r.steps, 2 * 4);  // 4 good images a epoch; the 4 bad ones are no steps
@@ -258,9 +258,9 @@ TEST(Trainer, BatchesOfSkippedImagesAreNotSteps) {
 TEST(Trainer, KeepsTheNewestEpochCheckpointsAndTheBest) {
   testing::TempDir dir;
   TrainConfig c = small_config(dir / "run");
-  c.epochs = 3;
-  c.synthetic_count = 128;
-  c.keep_checkpoints = 1;
+  c.run.epochs = 3;
+  c.data.synthetic_count = 128;
+  c.run.keep_checkpoints = 1;
   train(c, stdout);
   const std::string ckpt = dir / "run/checkpoints";
   EXPECT_FALSE(std::filesystem::exists(ckpt + "/epoch-1.safetensors"));
@@ -306,19 +306,19 @@ TEST_P(GoldenRun, ReproducesItsLossesBitForBit) {
   const GoldenCase& g = GetParam();
   testing::TempDir dir;
   TrainConfig c = recipe_for(g.model);  // cifar10-tf's weight decay names its parameters
-  c.data = "synthetic";
-  c.batch_size = 32;
-  c.out_dir = dir / "golden";
-  c.quiet = true;
-  c.seed = 3;
-  c.determinism = Determinism::strict;
-  c.synthetic_count = g.samples;
-  c.epochs = 1;
-  c.threads = 1;
-  c.log_every = 1;
+  c.data.source = "synthetic";
+  c.run.batch_size = 32;
+  c.run.out_dir = dir / "golden";
+  c.run.quiet = true;
+  c.run.seed = 3;
+  c.run.determinism = Determinism::strict;
+  c.data.synthetic_count = g.samples;
+  c.run.epochs = 1;
+  c.run.threads = 1;
+  c.run.log_every = 1;
   train(c, stdout);
   std::vector<float> losses;
-  for (const auto& m : read_metrics(c.out_dir))
+  for (const auto& m : read_metrics(c.run.out_dir))
     if (m["kind"] == "step") losses.push_back(static_cast<float>(m["loss"].get<double>()));
   if (std::getenv("EPOCH_PRINT_GOLDEN") != nullptr)
     for (float l : losses) std::printf("%.9gf,\n", l);

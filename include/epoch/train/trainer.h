@@ -26,56 +26,69 @@ enum class Determinism { fast, reproducible, strict };
 Determinism parse_determinism(const std::string& s);
 const char* determinism_name(Determinism d);
 
-struct TrainConfig {
-  std::string model = "fmnist-cnn";
+/// What to train on and how the input pipeline reads it.
+struct DataConfig {
   /// What to train on (see training_data.h): empty for Debian's Fashion-MNIST, "synthetic",
   /// "cifar10:DIR", a folder of MNIST-format IDX files, of CIFAR-10 binaries, or of images
   /// (one subfolder per class, or train/ and validation/ folders of those).
-  std::string data;
-  /// Validation images for an image-folder --data (default: its validation/, val/ or test/).
+  std::string source;
+  /// Validation images for an image-folder source (default: its validation/, val/ or test/).
   std::string val_data;
   /// Keras validation_split: hold out this fraction of each class of an image folder.
   double val_split = 0.0;
   int workers = -1;  // loader threads; -1: auto (resolve_workers, training_data.h)
   int prefetch = 2;  // batches made ahead
   data::OnBadImage on_bad_image = data::OnBadImage::skip;
-  std::int64_t cache_mib = 1024;  // decoded-image cache of an image folder (0: off)
-  /// Random augmentation of training samples (the model's recipe by default; see recipe.h).
-  data::AugmentConfig augment;
-  /// Input preprocessing (stored in checkpoints): rescale, per-image standardization, and how
-  /// images of another size are resized for evaluation and prediction.
+  std::int64_t cache_mib = 1024;        // decoded-image cache of an image folder (0: off)
+  std::int64_t limit_train = 0;         // use only the first N training samples (0: all)
+  std::int64_t limit_test = 0;          // use only the first N test samples (0: all)
+  std::int64_t synthetic_count = 4096;  // training samples of the synthetic source
+};
+
+/// How an image becomes a model's input: preprocessing (stored in checkpoints, applied again
+/// by eval and predict) and the random augmentation of training samples.
+struct InputConfig {
   float rescale = 1.0f / 255.0f;
-  bool standardize = false;
+  bool standardize = false;      // per-image standardization
   std::vector<float> mean, std;  // per-channel normalization after rescale (empty: none)
-  data::Resize resize = data::Resize::stretch;
+  data::Resize resize = data::Resize::stretch;  // evaluation of images of another size
+  data::AugmentConfig augment;                  // the model's recipe by default (recipe.h)
+};
+
+/// How the run goes: the model, its length and batch, where it computes, its seed and
+/// determinism, what it logs and keeps, and where.
+struct RunConfig {
+  std::string model = "fmnist-cnn";
   std::int64_t epochs = 3;
-  // The default recipe (Adam 2e-3, batch 32, linear warm-up then cosine to 0) is the one that
-  // reaches 91% on Fashion-MNIST within 3 epochs (docs/BENCHMARKS.md).
   std::int64_t batch_size = 32;
-  optim::OptimizerConfig optimizer;  // defaults: adam, lr 2e-3
-  optim::ScheduleConfig schedule;    // defaults: cosine to 0 over the run
-  /// Warm-up steps; -1: min(300, 10% of the run's steps).
-  std::int64_t warmup_steps = -1;
   std::string device = "cpu";  // cpu, cuda or cuda:N
   int threads = 0;             // 0: every core
   std::uint64_t seed = 0;
+  Determinism determinism = Determinism::reproducible;
+  /// Samples per evaluation batch; 0: auto_eval_batch_size (training_data.h).
+  std::int64_t eval_batch_size = 0;
+  std::int64_t log_every = 50;  // steps between metrics.jsonl step records
+  /// epoch-<K>.safetensors files kept, the newest (-1: all); last.safetensors and
+  /// best.safetensors (the best validation result so far) are always kept.
+  std::int64_t keep_checkpoints = 3;
   std::string out_dir;  // empty: runs/<model>-<date>-<time>
   bool resume = false;
   /// Stop after this many epochs of this invocation even if `epochs` are not done (0: no
   /// limit). The schedule still spans `epochs`, so a later --resume continues it exactly.
   std::int64_t stop_after_epochs = 0;
-  Determinism determinism = Determinism::reproducible;
-  /// Samples per evaluation batch; 0: auto_eval_batch_size (training_data.h).
-  std::int64_t eval_batch_size = 0;
-  std::int64_t log_every = 50;          // steps between metrics.jsonl step records
-  std::int64_t limit_train = 0;         // use only the first N training samples (0: all)
-  std::int64_t limit_test = 0;          // use only the first N test samples (0: all)
-  std::int64_t synthetic_count = 4096;  // training samples of --data synthetic
-  /// epoch-<K>.safetensors files kept, the newest (-1: all); last.safetensors and
-  /// best.safetensors (the best validation result so far) are always kept.
-  std::int64_t keep_checkpoints = 3;
   bool progress_interactive = false;  // redraw a bar (a terminal) instead of periodic lines
   bool quiet = false;                 // no progress output at all
+};
+
+/// A training run's configuration: five typed parts, described once (config_fields.h).
+struct TrainConfig {
+  RunConfig run;
+  DataConfig data;
+  InputConfig input;
+  optim::OptimizerConfig optimizer;  // default: models::default_recipe (adam, lr 2e-3)
+  /// default: cosine to 0 over the run after a warm-up; warmup_steps -1 is min(300, 10% of
+  /// the run's steps), and base_lr and total_steps come from the run.
+  optim::ScheduleConfig schedule;
 
   TrainConfig();
   /// The stored settings as JSON and back, generated from config_fields.h's table.
