@@ -270,34 +270,16 @@ const ModelSpec& find_model(const std::string& name) {
 }
 
 LayerStack& LayerStack::add(const std::string& name, std::shared_ptr<nn::Module> layer) {
-  EPOCH_CHECK(!name.empty() && name.find('.') == std::string::npos,
-              "layer names are non-empty and hold no '.': '", name, "'");
-  for (const auto& [existing, child] : children())
-    EPOCH_CHECK(existing != name, spec().name, ": a layer named '", name, "' is already here");
   register_module(name, std::move(layer));
   return *this;
 }
 
-Tensor LayerStack::forward(const Tensor& x) {
-  Tensor h = x;
-  for (const auto& [name, layer] : children()) h = layer->forward(h);
-  return h;
-}
-
+Tensor LayerStack::forward(const Tensor& x) { return nn::forward_in_order(*this, x); }
 Shape LayerStack::output_shape(const Shape& input) const {
-  Shape s = input;
-  for (const auto& [name, layer] : children()) s = layer->output_shape(s);
-  return s;
+  return nn::output_shape_in_order(*this, input);
 }
-
 std::int64_t LayerStack::flops(const Shape& input) const {
-  std::int64_t total = 0;
-  Shape s = input;
-  for (const auto& [name, layer] : children()) {
-    total += layer->flops(s);
-    s = layer->output_shape(s);
-  }
-  return total;
+  return nn::flops_in_order(*this, input);
 }
 
 Tensor Model::loss(const Tensor& output, const Tensor& x, const Tensor& labels) const {

@@ -25,6 +25,10 @@ void Module::register_buffer(const std::string& name, Tensor* tensor) {
 
 void Module::register_module(const std::string& name, std::shared_ptr<Module> module) {
   EPOCH_CHECK(module != nullptr, "child module '", name, "' is null");
+  EPOCH_CHECK(!name.empty() && name.find('.') == std::string::npos,
+              "module names are non-empty and hold no '.': '", name, "'");
+  for (const auto& [existing, child] : children_)
+    EPOCH_CHECK(existing != name, "a module named '", name, "' is already here");
   children_.emplace_back(name, std::move(module));
 }
 
@@ -104,34 +108,36 @@ Sequential& Sequential::add(std::shared_ptr<Module> module) {
 }
 
 Sequential& Sequential::add(const std::string& name, std::shared_ptr<Module> module) {
-  EPOCH_CHECK(!name.empty() && name.find('.') == std::string::npos,
-              "module names are non-empty and hold no '.': '", name, "'");
-  for (const auto& [existing, child] : children())
-    EPOCH_CHECK(existing != name, "a module named '", name, "' is already here");
   register_module(name, std::move(module));
   return *this;
 }
 
-Tensor Sequential::forward(const Tensor& x) {
+Tensor forward_in_order(const Module& chain, const Tensor& x) {
   Tensor h = x;
-  for (const auto& [name, child] : children()) h = child->forward(h);
+  for (const auto& [name, child] : chain.children()) h = child->forward(h);
   return h;
 }
 
-Shape Sequential::output_shape(const Shape& input) const {
+Shape output_shape_in_order(const Module& chain, const Shape& input) {
   Shape s = input;
-  for (const auto& [name, child] : children()) s = child->output_shape(s);
+  for (const auto& [name, child] : chain.children()) s = child->output_shape(s);
   return s;
 }
 
-std::int64_t Sequential::flops(const Shape& input) const {
+std::int64_t flops_in_order(const Module& chain, const Shape& input) {
   std::int64_t total = 0;
   Shape s = input;
-  for (const auto& [name, child] : children()) {
+  for (const auto& [name, child] : chain.children()) {
     total += child->flops(s);
     s = child->output_shape(s);
   }
   return total;
 }
+
+Tensor Sequential::forward(const Tensor& x) { return forward_in_order(*this, x); }
+Shape Sequential::output_shape(const Shape& input) const {
+  return output_shape_in_order(*this, input);
+}
+std::int64_t Sequential::flops(const Shape& input) const { return flops_in_order(*this, input); }
 
 }  // namespace epoch::nn

@@ -70,6 +70,7 @@ class Module {
   /// Registers a member tensor as a parameter (it becomes a leaf that requires grad).
   void register_parameter(const std::string& name, Tensor* tensor);
   void register_buffer(const std::string& name, Tensor* tensor);
+  /// Adds a child under a name: non-empty, without a '.', unique among the children.
   void register_module(const std::string& name, std::shared_ptr<Module> module);
   /// Called by set_step_seed with this module's own stream key.
   virtual void on_step_seed(std::uint64_t /*seed*/, std::uint64_t /*key*/) {}
@@ -83,6 +84,12 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
+
+/// A module whose children apply in order (Sequential, models::LayerStack): the output, the
+/// per-sample output shape and the flops of the chain.
+Tensor forward_in_order(const Module& chain, const Tensor& x);
+Shape output_shape_in_order(const Module& chain, const Shape& input);
+std::int64_t flops_in_order(const Module& chain, const Shape& input);
 
 /// Applies its children in order.
 class Sequential : public Module {
