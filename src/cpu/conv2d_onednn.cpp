@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <unordered_map>
 
 #include "cpu/onednn_context.h"
@@ -13,6 +14,7 @@
 namespace epoch::cpu::onednn {
 
 using kernels::Conv2dDims;
+using kernels::note_impl;
 
 namespace {
 
@@ -55,6 +57,7 @@ Fwd::primitive_desc forward_pd(const ConvGeometry& g, bool has_bias, bool any) {
 
 struct ForwardBundle {
   Fwd prim;
+  std::string impl;
   Relayout x_in, w_in, y_out;
   memory::desc b_md;
 };
@@ -63,6 +66,7 @@ ForwardBundle make_forward(const ConvGeometry& g, bool has_bias, bool any) {
   Fwd::primitive_desc pd = forward_pd(g, has_bias, any);
   ForwardBundle f;
   f.prim = Fwd(pd);
+  f.impl = impl_name(pd);
   f.x_in = Relayout(plain_md(g.src), pd.src_desc());
   f.w_in = Relayout(plain_md(g.wei), pd.weights_desc());
   f.y_out = Relayout(pd.dst_desc(), plain_md(g.dst));
@@ -73,6 +77,7 @@ ForwardBundle make_forward(const ConvGeometry& g, bool has_bias, bool any) {
 struct BackwardBundle {
   bool has_data = false;
   BwdData data_prim;
+  std::string data_impl, weights_impl;
   Relayout dy_data, w_data, dx_out;
   BwdWeights weights_prim;
   Relayout x_wei, dy_wei, dw_out;
@@ -83,22 +88,22 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
   const Fwd::primitive_desc hint = forward_pd(g, has_bias, any);
   BackwardBundle b;
   if (need_dx) {
-    BwdData::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any),
-                       md_for(g.wei, any), md_for(g.dst, any), g.strides, g.dilates, g.pad_l,
-                       g.pad_r);
+    BwdData::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any), md_for(g.wei, any),
+                       md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
     BwdData::primitive_desc pd(desc, engine(), hint);
     b.has_data = true;
     b.data_prim = BwdData(pd);
+    b.data_impl = impl_name(pd);
     b.dy_data = Relayout(plain_md(g.dst), pd.diff_dst_desc());
     b.w_data = Relayout(plain_md(g.wei), pd.weights_desc());
     b.dx_out = Relayout(pd.diff_src_desc(), plain_md(g.src));
   }
   const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
-  BwdWeights::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any),
-                        md_for(g.wei, any), bias_md, md_for(g.dst, any), g.strides, g.dilates,
-                        g.pad_l, g.pad_r);
+  BwdWeights::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any), md_for(g.wei, any),
+                        bias_md, md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
   BwdWeights::primitive_desc pd(desc, engine(), hint);
   b.weights_prim = BwdWeights(pd);
+  b.weights_impl = impl_name(pd);
   b.x_wei = Relayout(plain_md(g.src), pd.src_desc());
   b.dy_wei = Relayout(plain_md(g.dst), pd.diff_dst_desc());
   b.dw_out = Relayout(pd.diff_weights_desc(), plain_md(g.wei));
@@ -108,8 +113,8 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
 
 Key conv_key(const char* op, const Conv2dDims& d, bool any, bool flag_a, bool flag_b) {
   Key k(op);
-  k.add({d.N, d.C, d.H, d.W, d.OC, d.KH, d.KW, d.OH, d.OW, d.stride_h, d.stride_w, d.pad_h,
-         d.pad_w, d.dilation_h, d.dilation_w, d.groups, any, flag_a, flag_b});
+  k.add({d.N, d.C, d.H, d.W, d.OC, d.KH, d.KW, d.OH, d.OW, d.stride_h, d.stride_w, d.pad_h, d.pad_w,
+         d.dilation_h, d.dilation_w, d.groups, any, flag_a, flag_b});
   return k;
 }
 
@@ -132,13 +137,13 @@ std::int64_t macs(const Conv2dDims& d) {
 // A 1x1 unstrided, unpadded convolution is a plain GEMM with no im2col, and the reorders then
 // cost more than the blocked kernel saves.
 ConvLayout conv2d_chosen_layout(const Conv2dDims& d) {
-  const bool pointwise = d.KH == 1 && d.KW == 1 && d.stride_h == 1 && d.stride_w == 1 &&
-                         d.pad_h == 0 && d.pad_w == 0;
+  const bool pointwise =
+      d.KH == 1 && d.KW == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_h == 0 && d.pad_w == 0;
   return pointwise ? ConvLayout::plain : ConvLayout::blocked;
 }
 
-void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const float* b,
-                    float* y, ConvLayout layout) {
+void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const float* b, float* y,
+                    ConvLayout layout) {
   if (empty(d)) return;
   guarded("conv2d_forward (oneDNN)", [&] {
     const SerialIfSmall serial(macs(d));
@@ -153,6 +158,7 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
     if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(f->b_md, b));
+    note_impl(f->impl);
     f->prim.execute(stream(), args);
     output_done(f->y_out, ym, y);
     stream().wait();
@@ -171,9 +177,9 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
     const SerialIfSmall serial(macs(d));
     const bool any = use_blocked(d, layout);
     const bool need_dx = dx != nullptr, has_bias = db != nullptr;
-    auto bw = cached<BackwardBundle>(
-        conv_key("conv2d_bwd", d, any, need_dx, has_bias),
-        [&] { return make_backward(geometry(d), need_dx, has_bias, any); });
+    auto bw = cached<BackwardBundle>(conv_key("conv2d_bwd", d, any, need_dx, has_bias), [&] {
+      return make_backward(geometry(d), need_dx, has_bias, any);
+    });
     CallScratch scratch;
     // Weights first: dy reordered for it may be reused by the data pass.
     memory dy_w = input(bw->dy_wei, dy, scratch);
@@ -182,14 +188,16 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dy_w}, {DNNL_ARG_DIFF_WEIGHTS, dwm}};
     if (has_bias) args.emplace(DNNL_ARG_DIFF_BIAS, wrap(bw->db_md, db));
+    note_impl(bw->weights_impl);
     bw->weights_prim.execute(stream(), args);
     output_done(bw->dw_out, dwm, dw);
     if (need_dx) {
       memory dy_d = bw->dy_data.to == bw->dy_wei.to ? dy_w : input(bw->dy_data, dy, scratch);
       memory wm = input(bw->w_data, w, scratch);
       memory dxm = output(bw->dx_out, dx, scratch);
-      bw->data_prim.execute(stream(), {{DNNL_ARG_DIFF_DST, dy_d}, {DNNL_ARG_WEIGHTS, wm},
-                                       {DNNL_ARG_DIFF_SRC, dxm}});
+      note_impl(bw->data_impl);
+      bw->data_prim.execute(
+          stream(), {{DNNL_ARG_DIFF_DST, dy_d}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, dxm}});
       output_done(bw->dx_out, dxm, dx);
     }
     stream().wait();

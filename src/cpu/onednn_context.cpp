@@ -119,9 +119,16 @@ std::int64_t PrimitiveCache::misses() const {
   return impl_->misses;
 }
 
+std::string impl_name(const dnnl::primitive_desc_base& pd) {
+  return std::string("onednn:") + pd.impl_info_str();
+}
+
 Relayout::Relayout(const dnnl::memory::desc& f, const dnnl::memory::desc& t)
     : needed(f != t), from(f), to(t) {
-  if (needed) prim = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), f, engine(), t));
+  if (!needed) return;
+  const dnnl::reorder::primitive_desc pd(engine(), f, engine(), t);
+  prim = dnnl::reorder(pd);
+  impl = std::string("onednn:reorder:") + pd.impl_info_str();
 }
 
 void* CallScratch::get(std::size_t nbytes) {
@@ -133,6 +140,7 @@ dnnl::memory input(const Relayout& r, const void* p, CallScratch& scratch) {
   if (!r.needed) return wrap(r.from, p);
   dnnl::memory out(r.to, engine(), scratch.get(r.to.get_size()));
   dnnl::memory in = wrap(r.from, p);
+  kernels::note_impl(r.impl);
   r.prim.execute(stream(), in, out);
   return out;
 }
@@ -145,6 +153,7 @@ dnnl::memory output(const Relayout& r, void* p, CallScratch& scratch) {
 void output_done(const Relayout& r, dnnl::memory& produced, void* p) {
   if (!r.needed) return;
   dnnl::memory user = wrap(r.to, p);
+  kernels::note_impl(r.impl);
   r.prim.execute(stream(), produced, user);
 }
 

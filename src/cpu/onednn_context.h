@@ -3,19 +3,19 @@
 // costs far more than running a small one). Included only by *_onednn.cpp files.
 #pragma once
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "epoch/tensor/error.h"
 #include "epoch/tensor/storage.h"
+#include "kernels/impl_note.h"
 
 namespace epoch::cpu::onednn {
 
@@ -100,11 +100,17 @@ class Scratch {
   Storage storage_;
 };
 
+/// "onednn:" and the name of the implementation oneDNN chose for pd (e.g. "onednn:jit:avx2",
+/// "onednn:lrn_ref:any"): what kernels::note_impl() reports and what the no-reference check
+/// reads. Bundles keep it, built once with the primitive.
+std::string impl_name(const dnnl::primitive_desc_base& pd);
+
 /// A reorder between the caller's layout and a primitive's, or nothing when they agree.
 struct Relayout {
   bool needed = false;
   dnnl::memory::desc from, to;
   dnnl::reorder prim;
+  std::string impl;  // "onednn:reorder:<implementation>" when needed
 
   Relayout() = default;
   Relayout(const dnnl::memory::desc& f, const dnnl::memory::desc& t);

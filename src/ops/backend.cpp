@@ -18,7 +18,19 @@ CpuKernels initial_kernels() {
 // The thread count lives in OpenMP's own per-thread setting (nthreads-var), which oneDNN
 // reads too; only the kernel choice needs a variable of its own.
 thread_local CpuKernels t_kernels = initial_kernels();
+thread_local KernelTrace* t_trace = nullptr;
 }  // namespace
+
+KernelTrace::KernelTrace() : previous_(t_trace) { t_trace = this; }
+KernelTrace::~KernelTrace() { t_trace = previous_; }
+KernelTrace* KernelTrace::active() { return t_trace; }
+
+bool is_reference_impl(const std::string& impl) {
+  // oneDNN names its reference code "ref:any", "lrn_ref:any", "ref_..." and its unvectorized
+  // fallbacks "simple:any" (reorders), "simple_nchw:any" (pooling).
+  return impl == "reference" || impl.find("ref") != std::string::npos ||
+         impl.find("simple") != std::string::npos;
+}
 
 Context default_context() { return Context{initial_kernels(), 0}; }
 Context current_context() { return Context{t_kernels, omp_get_max_threads()}; }

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <type_traits>
 
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/tensor.h"
+#include "kernels/impl_note.h"
 
 namespace epoch::ops {
 
@@ -40,8 +42,8 @@ class KernelRef {
  public:
   KernelRef() = default;
   template <typename F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, KernelRef>)
-  KernelRef(F&& f)  // implicit, so that a table reads {.cpu = [&] { ... }}
+  requires(!std::is_same_v<std::remove_cvref_t<F>, KernelRef>)
+      KernelRef(F&& f)  // implicit, so that a table reads {.cpu = [&] { ... }}
       : callable_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
         call_([](void* c) { (*static_cast<std::remove_reference_t<F>*>(c))(); }) {}
 
@@ -59,16 +61,24 @@ class KernelRef {
 /// none: `.fast` for oneDNN under EPOCH_WITH_ONEDNN, `.cuda` under EPOCH_WITH_CUDA (or
 /// EPOCH_WITH_CUDNN for cuDNN convolutions).
 struct Kernels {
-  KernelRef cpu;         // the plain reference kernel: always given, the test oracle
-  KernelRef fast = {};   // the CPU fast path (oneDNN, or an own vectorized kernel)
-  bool fast_if = true;   // a further condition of the fast path (shapes it handles)
-  KernelRef cuda = {};   // own CUDA kernels, cuBLAS or cuDNN
+  KernelRef cpu;        // the plain reference kernel: always given, the test oracle
+  KernelRef fast = {};  // the CPU fast path (oneDNN, or an own vectorized kernel)
+  bool fast_if = true;  // a further condition of the fast path (shapes it handles)
+  KernelRef cuda = {};  // own CUDA kernels, cuBLAS or cuDNN
 };
+
+/// Runs k with a KernelTrace active: records op and the implementation that ran (see
+/// KernelRecord), with the names the kernel gave through kernels::note_impl().
+void dispatch_traced(const char* op, Device d, const Kernels& k, KernelTrace& trace);
 
 /// Runs the kernel for device d. On the CPU that is `fast` when given, `fast_if` holds and the
 /// calling thread's CPU kernels are CpuKernels::fast (for oneDNN: use_onednn()), else the
 /// reference `cpu`. A device without a kernel throws BackendUnavailable naming op.
 inline void dispatch(const char* op, Device d, const Kernels& k) {
+  if (KernelTrace* trace = KernelTrace::active(); trace != nullptr) [[unlikely]] {
+    dispatch_traced(op, d, k, *trace);
+    return;
+  }
   switch (d.type) {
     case DeviceType::cpu:
       if (k.fast && k.fast_if && cpu_kernels() == CpuKernels::fast)

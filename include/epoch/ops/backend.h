@@ -4,6 +4,9 @@
 // one process (each on its own thread); nothing here is process-wide.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace epoch::ops {
 
 enum class CpuKernels { fast, reference };
@@ -64,5 +67,40 @@ class CpuKernelsGuard {
 /// keeps the current count. requires: 0 <= threads <= kMaxThreads (ConfigError otherwise).
 void set_num_threads(int threads);
 int num_threads();
+
+/// One kernel call seen by a KernelTrace: the op and the implementation that ran. impl is
+/// "onednn:<oneDNN's implementation name>" (several joined by " + " when a call runs reorders
+/// too), "epoch:<kernel>" for epoch's own fast kernels, "epoch:cpu" for an op whose only CPU
+/// kernel is the plain one, "reference" when the fast path exists but did not run (the
+/// reference kernels were chosen, or the fast path declined these shapes), or "cuda".
+struct KernelRecord {
+  std::string op;
+  std::string impl;
+};
+
+/// Records every op dispatched on the calling thread while it lives (a trace started inside
+/// another takes over until it ends). For epoch bench --layers and the test that no zoo layer
+/// runs a reference implementation.
+class KernelTrace {
+ public:
+  KernelTrace();
+  ~KernelTrace();
+  KernelTrace(const KernelTrace&) = delete;
+  KernelTrace& operator=(const KernelTrace&) = delete;
+
+  const std::vector<KernelRecord>& records() const { return records_; }
+  void clear() { records_.clear(); }
+  /// The trace active on the calling thread, or null.
+  static KernelTrace* active();
+  void add(KernelRecord r) { records_.push_back(std::move(r)); }
+
+ private:
+  std::vector<KernelRecord> records_;
+  KernelTrace* previous_ = nullptr;
+};
+
+/// True when impl names one of oneDNN's reference or "simple" implementations, or epoch's
+/// reference kernels standing in for a fast path: the slow paths a zoo layer must never take.
+bool is_reference_impl(const std::string& impl);
 
 }  // namespace epoch::ops

@@ -1,0 +1,28 @@
+// How a kernel says which implementation ran: a fast-path kernel that chooses among several
+// (a oneDNN primitive's implementation, or one of epoch's own vectorized kernels) names its
+// choice with note_impl(); ops::dispatch() collects the names while an ops::KernelTrace is
+// active on the calling thread (epoch bench --layers, and the test that no zoo layer runs a
+// reference implementation). Costs one thread-local load when no trace is active.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace epoch::kernels {
+
+/// Where note_impl() writes: set by ops::dispatch() around one kernel call while tracing.
+inline thread_local std::string* t_impl_sink = nullptr;
+
+/// True while a trace wants implementation names (skip building a name otherwise).
+inline bool impl_wanted() { return t_impl_sink != nullptr; }
+
+/// Names the implementation the current kernel call runs, e.g. "onednn:jit:avx2" or
+/// "epoch:lrn_nchw". A call may name several (a reorder, then a primitive): they are joined
+/// with " + ".
+inline void note_impl(std::string_view name) {
+  if (t_impl_sink == nullptr) return;
+  if (!t_impl_sink->empty()) t_impl_sink->append(" + ");
+  t_impl_sink->append(name);
+}
+
+}  // namespace epoch::kernels
