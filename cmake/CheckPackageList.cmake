@@ -13,7 +13,10 @@ set(problems)
 
 file(GLOB_RECURSE cmake_files RELATIVE ${SOURCE_DIR}
      ${SOURCE_DIR}/CMakeLists.txt ${SOURCE_DIR}/cmake/*.cmake ${SOURCE_DIR}/src/*CMakeLists.txt
-     ${SOURCE_DIR}/tests/*CMakeLists.txt ${SOURCE_DIR}/bench/*CMakeLists.txt)
+          ${SOURCE_DIR}/tests/*CMakeLists.txt ${SOURCE_DIR}/bench/*CMakeLists.txt)
+# The recursive glob of the top CMakeLists.txt also reaches ignored folders (a local venv's
+# packages, build trees): only the project's own files count.
+list(FILTER cmake_files EXCLUDE REGEX "(^|/)(\\.[^/]*|build[^/]*)/")
 foreach(f ${cmake_files})
   if(f STREQUAL "cmake/Dependencies.cmake" OR f STREQUAL "cmake/Cuda.cmake"
      OR f STREQUAL "cmake/CheckPackageList.cmake")

@@ -1,9 +1,9 @@
 // Differentiable reshapes, concat, slice and upsampling.
 // Forward through ops/, backward closures over detached saved tensors.
-#include "epoch/autograd/functions.h"
-
 #include "epoch/autograd/autograd.h"
+#include "epoch/autograd/functions.h"
 #include "epoch/ops/elementwise.h"
+#include "epoch/ops/layout.h"
 #include "epoch/ops/shape_ops.h"
 
 namespace epoch {
@@ -17,6 +17,16 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   if (needs_grad(x))
     record(y, "reshape", {x}, [in_shape = x.shape()](const Tensor& dy) -> Grads {
       return {dy.contiguous().view(in_shape)};
+    });
+  return y;
+}
+
+Tensor to_row_major(const Tensor& x) {
+  if (!x.is_blocked()) return x;
+  Tensor y = ops::to_channel_block(x, 0);
+  if (needs_grad(x))
+    record(y, "to_row_major", {x}, [block = x.channel_block()](const Tensor& dy) -> Grads {
+      return {ops::to_channel_block(dy, block)};
     });
   return y;
 }
@@ -58,9 +68,8 @@ Tensor slice(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t
 Tensor upsample_nearest2x(const Tensor& x) {
   Tensor y = ops::upsample_nearest2x_forward(x);
   if (needs_grad(x))
-    record(y, "upsample_nearest2x", {x}, [](const Tensor& dy) -> Grads {
-      return {ops::upsample_nearest2x_backward(dy)};
-    });
+    record(y, "upsample_nearest2x", {x},
+           [](const Tensor& dy) -> Grads { return {ops::upsample_nearest2x_backward(dy)}; });
   return y;
 }
 

@@ -62,14 +62,14 @@ struct ForwardBundle {
   memory::desc b_md;
 };
 
-ForwardBundle make_forward(const ConvGeometry& g, bool has_bias, bool any) {
+ForwardBundle make_forward(const ConvGeometry& g, bool has_bias, bool any, ConvBlocks blocks) {
   Fwd::primitive_desc pd = forward_pd(g, has_bias, any);
   ForwardBundle f;
   f.prim = Fwd(pd);
   f.impl = impl_name(pd);
-  f.x_in = Relayout(plain_md(g.src), pd.src_desc());
+  f.x_in = Relayout(nchw_md(g.src, blocks.x), pd.src_desc());
   f.w_in = Relayout(plain_md(g.wei), pd.weights_desc());
-  f.y_out = Relayout(pd.dst_desc(), plain_md(g.dst));
+  f.y_out = Relayout(pd.dst_desc(), nchw_md(g.dst, blocks.y));
   if (has_bias) f.b_md = pd.bias_desc();
   return f;
 }
@@ -84,7 +84,8 @@ struct BackwardBundle {
   memory::desc db_md;
 };
 
-BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias, bool any) {
+BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias, bool any,
+                             ConvBlocks blocks) {
   const Fwd::primitive_desc hint = forward_pd(g, has_bias, any);
   BackwardBundle b;
   if (need_dx) {
@@ -94,9 +95,9 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
     b.has_data = true;
     b.data_prim = BwdData(pd);
     b.data_impl = impl_name(pd);
-    b.dy_data = Relayout(plain_md(g.dst), pd.diff_dst_desc());
+    b.dy_data = Relayout(nchw_md(g.dst, blocks.y), pd.diff_dst_desc());
     b.w_data = Relayout(plain_md(g.wei), pd.weights_desc());
-    b.dx_out = Relayout(pd.diff_src_desc(), plain_md(g.src));
+    b.dx_out = Relayout(pd.diff_src_desc(), nchw_md(g.src, blocks.x));
   }
   const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
   BwdWeights::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any), md_for(g.wei, any),
@@ -104,17 +105,19 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
   BwdWeights::primitive_desc pd(desc, engine(), hint);
   b.weights_prim = BwdWeights(pd);
   b.weights_impl = impl_name(pd);
-  b.x_wei = Relayout(plain_md(g.src), pd.src_desc());
-  b.dy_wei = Relayout(plain_md(g.dst), pd.diff_dst_desc());
+  b.x_wei = Relayout(nchw_md(g.src, blocks.x), pd.src_desc());
+  b.dy_wei = Relayout(nchw_md(g.dst, blocks.y), pd.diff_dst_desc());
   b.dw_out = Relayout(pd.diff_weights_desc(), plain_md(g.wei));
   if (has_bias) b.db_md = pd.diff_bias_desc();
   return b;
 }
 
-Key conv_key(const char* op, const Conv2dDims& d, bool any, bool flag_a, bool flag_b) {
+Key conv_key(const char* op, const Conv2dDims& d, bool any, bool flag_a, bool flag_b,
+             ConvBlocks blocks) {
   Key k(op);
-  k.add({d.N, d.C, d.H, d.W, d.OC, d.KH, d.KW, d.OH, d.OW, d.stride_h, d.stride_w, d.pad_h, d.pad_w,
-         d.dilation_h, d.dilation_w, d.groups, any, flag_a, flag_b});
+  k.add({d.N,          d.C,      d.H,        d.W,        d.OC,    d.KH,     d.KW,
+         d.OH,         d.OW,     d.stride_h, d.stride_w, d.pad_h, d.pad_w,  d.dilation_h,
+         d.dilation_w, d.groups, any,        flag_a,     flag_b,  blocks.x, blocks.y});
   return k;
 }
 
@@ -142,15 +145,35 @@ ConvLayout conv2d_chosen_layout(const Conv2dDims& d) {
   return pointwise ? ConvLayout::plain : ConvLayout::blocked;
 }
 
+std::int64_t conv2d_forward_output_block(const Conv2dDims& d, bool has_bias, std::int64_t x_block,
+                                         ConvLayout layout) {
+  if (empty(d)) return 0;
+  return guarded("conv2d_forward (oneDNN)", [&]() -> std::int64_t {
+    const SerialIfSmall serial(macs(d));
+    const bool any = use_blocked(d, layout);
+    if (!any) return 0;
+    struct Choice {
+      std::int64_t block;
+    };
+    auto c =
+        cached<Choice>(conv_key("conv2d_fwd_block", d, any, has_bias, false, {x_block, 0}), [&] {
+          const ConvGeometry g = geometry(d);
+          return Choice{channel_block_of(forward_pd(g, has_bias, any).dst_desc())};
+        });
+    return c->block;
+  });
+}
+
 void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const float* b, float* y,
-                    ConvLayout layout) {
+                    ConvLayout layout, ConvBlocks blocks) {
   if (empty(d)) return;
   guarded("conv2d_forward (oneDNN)", [&] {
     const SerialIfSmall serial(macs(d));
     const bool any = use_blocked(d, layout);
     const bool has_bias = b != nullptr;
-    auto f = cached<ForwardBundle>(conv_key("conv2d_fwd", d, any, has_bias, false),
-                                   [&] { return make_forward(geometry(d), has_bias, any); });
+    auto f = cached<ForwardBundle>(conv_key("conv2d_fwd", d, any, has_bias, false, blocks), [&] {
+      return make_forward(geometry(d), has_bias, any, blocks);
+    });
     CallScratch scratch;
     memory xm = input(f->x_in, x, scratch);
     memory wm = input(f->w_in, w, scratch);
@@ -166,7 +189,7 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
 }
 
 void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const float* w,
-                     float* dx, float* dw, float* db, ConvLayout layout) {
+                     float* dx, float* dw, float* db, ConvLayout layout, ConvBlocks blocks) {
   if (empty(d)) {
     std::fill(dw, dw + d.OC * (d.C / std::max<std::int64_t>(d.groups, 1)) * d.KH * d.KW, 0.0f);
     if (db != nullptr) std::fill(db, db + d.OC, 0.0f);
@@ -177,9 +200,9 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
     const SerialIfSmall serial(macs(d));
     const bool any = use_blocked(d, layout);
     const bool need_dx = dx != nullptr, has_bias = db != nullptr;
-    auto bw = cached<BackwardBundle>(conv_key("conv2d_bwd", d, any, need_dx, has_bias), [&] {
-      return make_backward(geometry(d), need_dx, has_bias, any);
-    });
+    auto bw = cached<BackwardBundle>(
+        conv_key("conv2d_bwd", d, any, need_dx, has_bias, blocks),
+        [&] { return make_backward(geometry(d), need_dx, has_bias, any, blocks); });
     CallScratch scratch;
     // Weights first: dy reordered for it may be reused by the data pass.
     memory dy_w = input(bw->dy_wei, dy, scratch);

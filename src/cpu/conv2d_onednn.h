@@ -3,6 +3,8 @@
 // Compiled only when EPOCH_WITH_ONEDNN; guard includes with #if EPOCH_WITH_ONEDNN.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/args.h"
 
 namespace epoch::cpu::onednn {
@@ -12,13 +14,26 @@ namespace epoch::cpu::onednn {
 /// plain buffers around every call; `automatic` picks per shape (see conv2d_onednn.cpp).
 enum class ConvLayout { automatic, plain, blocked };
 
+/// The channel blocks (Tensor::channel_block: 0 row-major, else 8 or 16) of the activations a
+/// call reads and writes: `x` for x and dx, `y` for y and dy. The primitives run in their own
+/// layouts; a reorder happens only where the caller's block differs.
+struct ConvBlocks {
+  std::int64_t x = 0, y = 0;
+};
+
+/// The channel block of the layout the forward primitive writes y in (0 when that layout is
+/// not plain nChw8c/nChw16c): a caller that takes a blocked y asks for it, so y needs no reorder.
+std::int64_t conv2d_forward_output_block(const kernels::Conv2dDims& d, bool has_bias,
+                                         std::int64_t x_block,
+                                         ConvLayout layout = ConvLayout::automatic);
+
 /// y = conv(x, w) + b, as cpu::conv2d_forward.
 void conv2d_forward(const kernels::Conv2dDims& d,
                     const float* x,  // (N, C, H, W)
                     const float* w,  // (OC, C/groups, KH, KW)
                     const float* b,  // (OC) or null
                     float* y,        // (N, OC, OH, OW)
-                    ConvLayout layout = ConvLayout::automatic);
+                    ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {});
 
 /// Gradients of conv2d_forward, as cpu::conv2d_backward; overwrites dx, dw, db (dx, db may be
 /// null when not wanted).
@@ -29,7 +44,7 @@ void conv2d_backward(const kernels::Conv2dDims& d,
                      float* dx,        // (N, C, H, W) or null
                      float* dw,        // (OC, C/groups, KH, KW)
                      float* db,        // (OC) or null
-                     ConvLayout layout = ConvLayout::automatic);
+                     ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {});
 
 /// The layout `automatic` resolves to for these sizes (plain or blocked).
 ConvLayout conv2d_chosen_layout(const kernels::Conv2dDims& d);

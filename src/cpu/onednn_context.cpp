@@ -168,4 +168,21 @@ dnnl::memory::desc any_md(const dnnl::memory::dims& dims) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
 }
 
+dnnl::memory::desc nchw_md(const dnnl::memory::dims& dims, std::int64_t block) {
+  using tag = dnnl::memory::format_tag;
+  if (block == 0) return plain_md(dims);
+  EPOCH_CHECK(dims.size() == 4 && (block == 8 || block == 16) && dims[1] % block == 0,
+              "oneDNN: channel block ", block, " for ", dims.size(), "-d dims");
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32,
+                            block == 8 ? tag::nChw8c : tag::nChw16c);
+}
+
+std::int64_t channel_block_of(const dnnl::memory::desc& md) {
+  const dnnl::memory::dims dims = md.dims();
+  if (dims.size() != 4 || md.data_type() != dnnl::memory::data_type::f32) return 0;
+  for (std::int64_t block : {8, 16})
+    if (dims[1] % block == 0 && md == nchw_md(dims, block)) return block;
+  return 0;
+}
+
 }  // namespace epoch::cpu::onednn

@@ -84,6 +84,11 @@ std::shared_ptr<const T> cached(const Key& key, Make&& make) {
 dnnl::memory::desc plain_md(const dnnl::memory::dims& dims);
 /// An f32 memory descriptor with format `any` (the primitive chooses its layout).
 dnnl::memory::desc any_md(const dnnl::memory::dims& dims);
+/// An (N, C, H, W) f32 descriptor: row-major for block 0, else channel-blocked nChw8c or
+/// nChw16c (Tensor::channel_block).
+dnnl::memory::desc nchw_md(const dnnl::memory::dims& dims, std::int64_t block);
+/// The channel block (8 or 16) when md is exactly nchw_md(its dims, block), else 0.
+std::int64_t channel_block_of(const dnnl::memory::desc& md);
 
 /// Wraps a caller's buffer (no copy) as oneDNN memory of the given descriptor.
 inline dnnl::memory wrap(const dnnl::memory::desc& md, const void* p) {

@@ -20,10 +20,10 @@ void expect_chw(const Shape& s, const char* layer) {
 Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_h,
                std::int64_t kernel_w, const ops::Conv2dParams& params, bool has_bias)
     : params_(params) {
-  EPOCH_CHECK(params.groups > 0 && in_channels % params.groups == 0 &&
-                  out_channels % params.groups == 0,
-              "Conv2d: channels ", in_channels, " -> ", out_channels, " not divisible by groups ",
-              params.groups);
+  EPOCH_CHECK(
+      params.groups > 0 && in_channels % params.groups == 0 && out_channels % params.groups == 0,
+      "Conv2d: channels ", in_channels, " -> ", out_channels, " not divisible by groups ",
+      params.groups);
   weight = Tensor::zeros({out_channels, in_channels / params.groups, kernel_h, kernel_w});
   register_parameter("weight", &weight);
   if (has_bias) {
@@ -46,6 +46,12 @@ std::shared_ptr<Conv2d> Conv2d::valid(std::int64_t in, std::int64_t out, std::in
 }
 
 Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, params_); }
+
+Tensor Conv2d::forward_in_chain(const Tensor& x, bool next_takes_blocked) {
+  ops::Conv2dParams p = params_;
+  p.blocked_output = next_takes_blocked;
+  return conv2d(x, weight, bias, p);
+}
 
 Shape Conv2d::output_shape(const Shape& in) const {
   expect_chw(in, "Conv2d");
@@ -168,8 +174,8 @@ std::string Pool2d::describe() const {
   os << (kind_ == PoolKind::max ? "MaxPool2d(" : "AvgPool2d(")
      << fmt_kernel(params_.kernel_h, params_.kernel_w) << ", stride " << params_.stride_h;
   if (params_.pad_top || params_.pad_bottom || params_.pad_left || params_.pad_right)
-    os << ", pad " << params_.pad_top << "/" << params_.pad_bottom << "/" << params_.pad_left
-       << "/" << params_.pad_right;
+    os << ", pad " << params_.pad_top << "/" << params_.pad_bottom << "/" << params_.pad_left << "/"
+       << params_.pad_right;
   os << ")";
   return os.str();
 }

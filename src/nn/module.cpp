@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include "epoch/autograd/functions.h"
 #include "epoch/tensor/random.h"
 
 namespace epoch::nn {
@@ -114,8 +115,14 @@ Sequential& Sequential::add(const std::string& name, std::shared_ptr<Module> mod
 
 Tensor forward_in_order(const Module& chain, const Tensor& x) {
   Tensor h = x;
-  for (const auto& [name, child] : chain.children()) h = child->forward(h);
-  return h;
+  const auto& links = chain.children();
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    Module& link = *links[i].second;
+    if (h.is_blocked() && !link.takes_blocked()) h = to_row_major(h);
+    const bool next_takes = i + 1 < links.size() && links[i + 1].second->takes_blocked();
+    h = link.forward_in_chain(h, next_takes);
+  }
+  return to_row_major(h);
 }
 
 Shape output_shape_in_order(const Module& chain, const Shape& input) {

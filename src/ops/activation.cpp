@@ -24,12 +24,14 @@ Device check_backward(const char* op, const Tensor& dy, const char* t_name, cons
 
 }  // namespace
 
+// ReLU is elementwise, so it runs on a channel-blocked tensor as stored (C is a multiple of
+// the block: no padding) and gives its result in the same layout.
 Tensor relu_forward(const Tensor& x_in) {
   check_f32("relu_forward", "x", x_in);
-  const Tensor x = x_in.contiguous();
-  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  const Tensor x = x_in.is_blocked() ? x_in : x_in.contiguous();
+  Tensor y = empty_like(x);
   dispatch("relu_forward", x.device(), {
-    .cpu = [&] { cpu::relu_forward(x.f32(), y.f32(), x.numel()); },
+    .cpu = [&] { cpu::relu_forward(activation_f32(x), activation_f32(y), x.numel()); },
 #if EPOCH_WITH_CUDA
     .cuda = [&] { cuda::relu_forward(x.f32(), y.f32(), x.numel()); },
 #endif
@@ -39,10 +41,14 @@ Tensor relu_forward(const Tensor& x_in) {
 
 Tensor relu_backward(const Tensor& dy_in, const Tensor& x_in) {
   const Device d = check_backward("relu_backward", dy_in, "x", x_in);
-  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
-  Tensor dx = Tensor::empty(x.shape(), DType::f32, d);
+  const bool blocked = same_blocked_layout(x_in, dy_in);
+  const Tensor dy = blocked ? dy_in : dy_in.contiguous(), x = blocked ? x_in : x_in.contiguous();
+  Tensor dx = empty_like(x);
   dispatch("relu_backward", d, {
-    .cpu = [&] { cpu::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel()); },
+    .cpu =
+        [&] {
+          cpu::relu_backward(activation_f32(dy), activation_f32(x), activation_f32(dx), x.numel());
+        },
 #if EPOCH_WITH_CUDA
     .cuda = [&] { cuda::relu_backward(dy.f32(), x.f32(), dx.f32(), x.numel()); },
 #endif

@@ -63,17 +63,40 @@ std::int64_t conv_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
   const kernels::Conv2dDims d = conv_dims("conv2d_forward", x, w, b, p);
   const Device dev = common_device("conv2d_forward", x, w, b);
-  const Tensor xc = x.contiguous(), wc = w.contiguous();
+  const Tensor wc = w.contiguous();
   const Tensor bc = b.defined() ? b.contiguous() : Tensor();
-  Tensor y = Tensor::empty({d.N, d.OC, d.OH, d.OW}, DType::f32, dev);
+  const Shape y_shape{d.N, d.OC, d.OH, d.OW};
+  Tensor y;
   const float* bp = bc.defined() ? bc.f32() : nullptr;
+  const auto plain = [&](auto&& kernel) {
+    const Tensor xc = x.contiguous();
+    y = Tensor::empty(y_shape, DType::f32, dev);
+    kernel(xc.f32(), y.f32());
+  };
   dispatch("conv2d_forward", dev, {
-    .cpu = [&] { cpu::conv2d_forward(d, xc.f32(), wc.f32(), bp, y.f32()); },
+    .cpu =
+        [&] {
+          plain([&](const float* xp, float* yp) { cpu::conv2d_forward(d, xp, wc.f32(), bp, yp); });
+        },
 #if EPOCH_WITH_ONEDNN
-    .fast = [&] { cpu::onednn::conv2d_forward(d, xc.f32(), wc.f32(), bp, y.f32()); },
+    .fast =
+        [&] {
+          const std::int64_t xb = x.channel_block();
+          const std::int64_t yb =
+              p.blocked_output ? cpu::onednn::conv2d_forward_output_block(d, bp != nullptr, xb) : 0;
+          const Tensor xc = xb != 0 ? x : x.contiguous();
+          y = yb != 0 ? Tensor::empty_blocked(y_shape, yb)
+                      : Tensor::empty(y_shape, DType::f32, dev);
+          cpu::onednn::conv2d_forward(d, activation_f32(xc), wc.f32(), bp, activation_f32(y),
+                                      cpu::onednn::ConvLayout::automatic, {xb, yb});
+        },
 #endif
 #if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
-    .cuda = [&] { cuda::cudnn::conv2d_forward(d, xc.f32(), wc.f32(), bp, y.f32()); },
+    .cuda = [&] {
+      plain([&](const float* xp, float* yp) {
+        cuda::cudnn::conv2d_forward(d, xp, wc.f32(), bp, yp);
+      });
+    },
 #endif
   });
   return y;
@@ -87,22 +110,43 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
               shape_str(dy.shape()), " does not match the output shape ",
               shape_str({d.N, d.OC, d.OH, d.OW}));
   const Device dev = common_device("conv2d_backward", dy, x, w);
-  const Tensor dyc = dy.contiguous(), xc = x.contiguous(), wc = w.contiguous();
+  const Tensor wc = w.contiguous();
   Conv2dGrads g;
-  if (need_dx) g.dx = Tensor::empty(x.shape(), DType::f32, dev);
   g.dw = Tensor::empty(w.shape(), DType::f32, dev);
   if (has_bias) g.db = Tensor::empty({d.OC}, DType::f32, dev);
-  float* dx = need_dx ? g.dx.f32() : nullptr;
   float* db = has_bias ? g.db.f32() : nullptr;
+  // The reference and CUDA kernels take row-major tensors and give a row-major dx.
+  const auto plain = [&](auto&& kernel) {
+    const Tensor dyc = dy.contiguous(), xc = x.contiguous();
+    if (need_dx) g.dx = Tensor::empty(x.shape(), DType::f32, dev);
+    kernel(dyc.f32(), xc.f32(), need_dx ? g.dx.f32() : nullptr);
+  };
   dispatch("conv2d_backward", dev, {
-    .cpu = [&] { cpu::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db); },
+    .cpu =
+        [&] {
+          plain([&](const float* dyp, const float* xp, float* dxp) {
+            cpu::conv2d_backward(d, dyp, xp, wc.f32(), dxp, g.dw.f32(), db);
+          });
+        },
 #if EPOCH_WITH_ONEDNN
     .fast =
-        [&] { cpu::onednn::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db); },
+        [&] {
+          const std::int64_t xb = x.channel_block(), yb = dy.channel_block();
+          const Tensor xc = xb != 0 ? x : x.contiguous();
+          const Tensor dyc = yb != 0 ? dy : dy.contiguous();
+          if (need_dx)
+            g.dx = xb != 0 ? Tensor::empty_blocked(x.shape(), xb)
+                           : Tensor::empty(x.shape(), DType::f32, dev);
+          cpu::onednn::conv2d_backward(d, activation_f32(dyc), activation_f32(xc), wc.f32(),
+                                       need_dx ? activation_f32(g.dx) : nullptr, g.dw.f32(), db,
+                                       cpu::onednn::ConvLayout::automatic, {xb, yb});
+        },
 #endif
 #if EPOCH_WITH_CUDNN
     .cuda = [&] {
-      cuda::cudnn::conv2d_backward(d, dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db);
+      plain([&](const float* dyp, const float* xp, float* dxp) {
+        cuda::cudnn::conv2d_backward(d, dyp, xp, wc.f32(), dxp, g.dw.f32(), db);
+      });
     },
 #endif
   });

@@ -25,6 +25,23 @@ Device common_device(const char* op, const Tensor& first, const Ts&... rest) {
   return d;
 }
 
+/// The f32 elements of a row-major or channel-blocked tensor as stored, for kernels told its
+/// layout (Tensor::channel_block).
+inline float* activation_f32(const Tensor& t) { return t.is_blocked() ? t.blocked_f32() : t.f32(); }
+
+/// An uninitialized f32 tensor with t's shape, device and layout (row-major or channel-blocked).
+inline Tensor empty_like(const Tensor& t) {
+  return t.is_blocked() ? Tensor::empty_blocked(t.shape(), t.channel_block())
+                        : Tensor::empty(t.shape(), DType::f32, t.device());
+}
+
+/// For elementwise ops that take channel-blocked tensors: the operands as they are when they
+/// share one layout and a is blocked, else their row-major copies (contiguous()).
+template <typename... Ts>
+bool same_blocked_layout(const Tensor& a, const Ts&... rest) {
+  return a.is_blocked() && (... && (rest.channel_block() == a.channel_block()));
+}
+
 /// Checks a tensor is defined, f32 and contiguous.
 inline void check_f32(const char* op, const char* name, const Tensor& t) {
   EPOCH_CHECK(t.defined(), op, ": ", name, " is undefined");

@@ -2,7 +2,9 @@
 // cpu/pool_cpu.h; a oneDNN path is chosen first on the CPU when use_onednn()).
 #include "epoch/ops/pool.h"
 
+#include "cpu/pool_blocked.h"
 #include "cpu/pool_cpu.h"
+#include "epoch/ops/layout.h"
 #include "kernels/args.h"
 #include "ops/dispatch.h"
 
@@ -69,19 +71,39 @@ std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
 MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   check_f32("max_pool2d_forward", "x", x);
   const kernels::Pool2dDims d = pool_dims("max_pool2d_forward", x.shape(), p);
-  const Tensor xc = x.contiguous();
   const Device dev = x.device();
   MaxPoolResult r;
+  // A channel-blocked x stays blocked where the windows tile it (the blocked kernel); any
+  // other x is pooled row-major.
+  const bool blocked = x.is_blocked() && cpu::max_pool2d_windows_tile(d);
+  const Tensor xc = blocked ? x : to_channel_block(x, 0);
   r.y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
   dispatch("max_pool2d_forward", dev, {
     .cpu =
         [&] {
+          if (blocked) {  // reached only from a fast-path forward before it
+            r.y = Tensor::empty_blocked(r.y.shape(), x.channel_block());
+            r.channel_block = x.channel_block();
+            r.indices = Tensor::empty({r.y.numel()}, DType::u8, dev);
+            cpu::max_pool2d_blocked_forward(d, x.channel_block(), xc.blocked_f32(),
+                                            r.y.blocked_f32(), r.indices.data<std::uint8_t>());
+            return;
+          }
           r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
           cpu::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
         },
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {  // indices hold oneDNN's workspace bytes (u8)
+          if (blocked) {
+            kernels::note_impl("epoch:max_pool_blocked");
+            r.y = Tensor::empty_blocked(r.y.shape(), x.channel_block());
+            r.channel_block = x.channel_block();
+            r.indices = Tensor::empty({r.y.numel()}, DType::u8, dev);
+            cpu::max_pool2d_blocked_forward(d, x.channel_block(), xc.blocked_f32(),
+                                            r.y.blocked_f32(), r.indices.data<std::uint8_t>());
+            return;
+          }
           const std::int64_t C = x.size(1);
           r.indices =
               Tensor::empty({cpu::onednn::max_pool2d_workspace_bytes(d, C)}, DType::u8, dev);
@@ -111,13 +133,24 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
               "max_pool2d_backward: the forward result does not belong to x ",
               shape_str(x.shape()));
   const Device dev = common_device("max_pool2d_backward", dy, x, fwd.indices);
-  const Tensor dyc = dy.contiguous();
-  Tensor dx = Tensor::empty(x.shape(), DType::f32, dev);
+  // dy in the layout the forward ran in (its y's).
+  const Tensor dyc = to_channel_block(dy, fwd.channel_block);
+  Tensor dx = fwd.channel_block != 0 ? Tensor::empty_blocked(x.shape(), fwd.channel_block)
+                                     : Tensor::empty(x.shape(), DType::f32, dev);
   dispatch("max_pool2d_backward", dev, {
     // On the CPU the forward's indices decide the kernel, whichever CPU kernels are selected
-    // now: i32 argmax positions go to the reference kernel, a oneDNN workspace to oneDNN.
+    // now: i32 argmax positions go to the reference kernel, a oneDNN workspace to oneDNN, the
+    // blocked tiled kernel's workspace to that kernel.
     .cpu =
         [&] {
+          if (fwd.channel_block != 0) {
+            EPOCH_CHECK(fwd.indices.dtype() == DType::u8 && fwd.indices.numel() == dyc.numel(),
+                        "max_pool2d_backward: indices ", shape_str(fwd.indices.shape()),
+                        " are not the blocked forward's workspace");
+            cpu::max_pool2d_blocked_backward(d, fwd.channel_block, dyc.blocked_f32(),
+                                             fwd.indices.data<std::uint8_t>(), dx.blocked_f32());
+            return;
+          }
           if (reference_indices(fwd)) {
             const Tensor idx = fwd.indices.contiguous();
             cpu::max_pool2d_backward(d, dyc.f32(), idx.data<std::int32_t>(), dx.f32());

@@ -92,12 +92,62 @@ std::int64_t Tensor::size(std::int64_t d) const {
   return shape_[static_cast<std::size_t>(d)];
 }
 
-bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+bool Tensor::is_contiguous() const {
+  return channel_block_ == 0 && strides_ == contiguous_strides(shape_);
+}
 
-void* Tensor::raw() const {
+void* Tensor::unchecked_raw() const {
   EPOCH_CHECK(defined(), "raw() of an undefined tensor");
   return static_cast<char*>(storage_->data()) +
          offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+}
+
+void* Tensor::raw() const {
+  EPOCH_CHECK(channel_block_ == 0, "raw() of a channel-blocked tensor ", shape_str(shape_),
+              " (call contiguous() first)");
+  return unchecked_raw();
+}
+
+float* Tensor::blocked_f32() const {
+  EPOCH_CHECK(channel_block_ != 0, "blocked_f32() of a row-major tensor ", shape_str(shape_));
+  return static_cast<float*>(unchecked_raw());
+}
+
+Tensor Tensor::empty_blocked(const Shape& shape, std::int64_t block) {
+  EPOCH_CHECK(shape.size() == 4, "a channel-blocked tensor is (N, C, H, W), got ",
+              shape_str(shape));
+  EPOCH_CHECK((block == 8 || block == 16) && shape[1] % block == 0, "channel block ", block,
+              " does not divide the channels of ", shape_str(shape));
+  Tensor t = empty(shape, DType::f32, Device::cpu());
+  t.channel_block_ = block;
+  return t;
+}
+
+namespace {
+// Copies (N, C, H, W) between row-major and channel-blocked (N, C/b, H, W, b) order.
+void reorder_channels(const float* src, std::int64_t src_block, float* dst, std::int64_t dst_block,
+                      const Shape& s) {
+  const std::int64_t N = s[0], C = s[1], HW = s[2] * s[3];
+  auto at = [&](std::int64_t block, std::int64_t n, std::int64_t c, std::int64_t p) {
+    if (block == 0) return (n * C + c) * HW + p;
+    return ((n * (C / block) + c / block) * HW + p) * block + c % block;
+  };
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t p = 0; p < HW; ++p)
+        dst[at(dst_block, n, c, p)] = src[at(src_block, n, c, p)];
+}
+}  // namespace
+
+Tensor Tensor::to_channel_block(std::int64_t block) const {
+  EPOCH_CHECK(dtype_ == DType::f32 && device().is_cpu(),
+              "to_channel_block: only CPU f32 tensors are channel-blocked");
+  if (block == channel_block_ && (block != 0 || is_contiguous())) return *this;
+  const Tensor src = channel_block_ != 0 ? *this : contiguous();
+  Tensor out = block == 0 ? empty(shape_, DType::f32, Device::cpu()) : empty_blocked(shape_, block);
+  reorder_channels(static_cast<const float*>(src.unchecked_raw()), channel_block_,
+                   static_cast<float*>(out.unchecked_raw()), block, shape_);
+  return out;
 }
 
 float Tensor::item() const {
@@ -151,6 +201,7 @@ Tensor Tensor::view(const Shape& shape) const {
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
+  if (channel_block_ != 0) return to_channel_block(0);
   EPOCH_CHECK(device().is_cpu(), "contiguous() of a strided CUDA tensor is not supported");
   Tensor out = empty(shape_, dtype_, device());
   const std::size_t esize = dtype_size(dtype_);

@@ -42,6 +42,10 @@ Tensor l1_loss(const Tensor& x, const Tensor& target);
 
 // Shapes
 Tensor reshape(const Tensor& x, const Shape& shape);
+/// x in the row-major layout (x itself when it is; a channel-blocked x reordered); its
+/// gradient goes back in x's layout. nn::forward_in_order calls it before a layer that does
+/// not take blocked activations.
+Tensor to_row_major(const Tensor& x);
 /// (N, ...) -> (N, product of the rest).
 Tensor flatten(const Tensor& x);
 Tensor concat(const std::vector<Tensor>& xs, std::int64_t dim);

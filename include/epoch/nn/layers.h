@@ -24,6 +24,8 @@ class Conv2d : public Module {
   static std::shared_ptr<Conv2d> valid(std::int64_t in, std::int64_t out, std::int64_t k,
                                        bool bias = true);
   Tensor forward(const Tensor& x) override;
+  bool takes_blocked() const override { return true; }
+  Tensor forward_in_chain(const Tensor& x, bool next_takes_blocked) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;
   std::string describe() const override;
@@ -51,6 +53,7 @@ class Act : public Module {
  public:
   explicit Act(Activation kind) : kind_(kind) {}
   Tensor forward(const Tensor& x) override;
+  bool takes_blocked() const override { return kind_ == Activation::relu; }
   std::string describe() const override;
 
  private:
@@ -68,6 +71,7 @@ class Pool2d : public Module {
   static std::shared_ptr<Pool2d> max_same(std::int64_t k, std::int64_t stride, std::int64_t in_h,
                                           std::int64_t in_w);
   Tensor forward(const Tensor& x) override;
+  bool takes_blocked() const override { return kind_ == PoolKind::max; }
   Shape output_shape(const Shape& input) const override;
   std::string describe() const override;
 

@@ -26,6 +26,15 @@ class Module {
   /// Maps a batch x (N, ...) to the output batch.
   virtual Tensor forward(const Tensor& x) = 0;
   Tensor operator()(const Tensor& x) { return forward(x); }
+  /// True when forward takes a channel-blocked input (Tensor::channel_block) and may give a
+  /// blocked output: forward_in_order keeps activations blocked between such layers, so the
+  /// CPU fast path reorders only where a layer needs the row-major layout. Default false.
+  virtual bool takes_blocked() const { return false; }
+  /// forward(x) as one link of a chain, told whether the next link takes a blocked output
+  /// (a convolution then leaves y in its primitive's layout). Default: forward(x).
+  virtual Tensor forward_in_chain(const Tensor& x, bool /*next_takes_blocked*/) {
+    return forward(x);
+  }
   /// Maps several input batches to several outputs (a model fed a frame and its state, say).
   /// The default takes one input to forward's one output; modules with more override it.
   virtual std::vector<Tensor> apply(const std::vector<Tensor>& inputs);
@@ -86,7 +95,8 @@ class Module {
 };
 
 /// A module whose children apply in order (Sequential, models::LayerStack): the output, the
-/// per-sample output shape and the flops of the chain.
+/// per-sample output shape and the flops of the chain. Activations stay channel-blocked
+/// between children that take it (Module::takes_blocked); the chain's output is row-major.
 Tensor forward_in_order(const Module& chain, const Tensor& x);
 Shape output_shape_in_order(const Module& chain, const Shape& input);
 std::int64_t flops_in_order(const Module& chain, const Shape& input);

@@ -13,6 +13,10 @@ struct Conv2dParams {
   std::int64_t pad_h = 0, pad_w = 0;  // zeros added on each side
   std::int64_t dilation_h = 1, dilation_w = 1;
   std::int64_t groups = 1;
+  /// The CPU fast path may return y channel-blocked (Tensor::channel_block), in the layout its
+  /// primitive wrote, for a caller that hands y only to ops that take that layout
+  /// (nn::forward_in_order asks when the next layer does). y is row-major otherwise.
+  bool blocked_output = false;
 };
 
 /// Output spatial size: (in + 2*pad - dilation*(k-1) - 1) / stride + 1.
@@ -30,6 +34,7 @@ struct Conv2dGrads {
 };
 
 /// Gradients of conv2d_forward given dy (N, OC, OH, OW). need_dx=false skips dx (first layer).
+/// x and dy may be channel-blocked; on the fast path dx comes in x's layout, else row-major.
 Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, bool has_bias,
                             const Conv2dParams& p, bool need_dx = true);
 

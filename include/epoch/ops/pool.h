@@ -22,9 +22,10 @@ std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
                            std::int64_t pad_begin, std::int64_t pad_end);
 
 struct MaxPoolResult {
-  Tensor y;        // (N, C, OH, OW)
+  Tensor y;        // (N, C, OH, OW); channel-blocked when the forward ran so (below)
   Tensor indices;  // workspace for backward: (N, C, OH, OW) i32 flat h*W+w of the max, or
                    // backend-specific bytes; only max_pool2d_backward reads it
+  std::int64_t channel_block = 0;  // the channel block x and y were in (0: row-major)
 };
 
 /// Max pooling; padded positions never win. x (N, C, H, W).

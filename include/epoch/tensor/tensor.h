@@ -45,6 +45,9 @@ class Tensor {
   static Tensor from_ints(const Shape& shape, std::span<const std::int32_t> values);
   /// A scalar (shape {}) f32 tensor on the CPU.
   static Tensor scalar(float value);
+  /// An uninitialized CPU f32 (N, C, H, W) tensor stored channel-blocked: (N, C/block, H, W,
+  /// block), oneDNN's nChw8c / nChw16c. requires: block 8 or 16 dividing C.
+  static Tensor empty_blocked(const Shape& shape, std::int64_t block);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
@@ -57,14 +60,27 @@ class Tensor {
   Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
   std::int64_t offset() const { return offset_; }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
+  /// Row-major (and not channel-blocked).
   bool is_contiguous() const;
+  /// 0 for the usual row-major layout, else the channel block (8 or 16) of a channel-blocked
+  /// tensor: activations that the CPU fast path keeps in oneDNN's layout between layers that
+  /// take it (nn::forward_in_order). Only kernels that know the layout read such a tensor's
+  /// bytes (blocked_f32()); data(), view() and copies refuse it, and contiguous() returns the
+  /// row-major copy every other op works on.
+  std::int64_t channel_block() const { return channel_block_; }
+  bool is_blocked() const { return channel_block_ != 0; }
 
   /// Typed pointer to the first element (after the offset); checks the dtype.
   template <typename T>
   T* data() const;
   float* f32() const { return data<float>(); }
-  /// Untyped pointer to the first element.
+  /// Untyped pointer to the first element (row-major tensors; refuses a blocked one).
   void* raw() const;
+  /// The f32 elements of a channel-blocked tensor in their stored order.
+  float* blocked_f32() const;
+  /// This channel-blocked tensor's bytes in another block size (a copy; 0: row-major, as
+  /// contiguous()); a row-major tensor reordered into blocks.
+  Tensor to_channel_block(std::int64_t block) const;
 
   /// Value of a one-element CPU f32 tensor.
   float item() const;
@@ -111,8 +127,11 @@ class Tensor {
   Shape shape_;
   Shape strides_;
   std::int64_t offset_ = 0;
+  std::int64_t channel_block_ = 0;
   DType dtype_ = DType::f32;
   std::shared_ptr<autograd::Meta> meta_;
+
+  void* unchecked_raw() const;
 };
 
 /// Elements of an f32 tensor that are NaN or infinite (0 for other dtypes; any device, copied
@@ -141,7 +160,9 @@ T* Tensor::data() const {
   EPOCH_CHECK(defined(), "data() of an undefined tensor");
   EPOCH_CHECK(dtype_ == dtype_of<std::remove_const_t<T>>(), "dtype mismatch: tensor is ",
               dtype_name(dtype_));
-  return static_cast<T*>(raw());
+  EPOCH_CHECK(channel_block_ == 0, "data() of a channel-blocked tensor ", shape_str(shape_),
+              " (an op that does not take the blocked layout must call contiguous() first)");
+  return static_cast<T*>(unchecked_raw());
 }
 
 }  // namespace epoch

@@ -1,0 +1,31 @@
+// Max pooling on channel-blocked activations (Tensor::channel_block: (N, C/b, H, W, b), b = 8
+// or 16) for windows that tile the input (kernel == stride, no padding: every 2x2/2 layer of
+// the zoo), vectorized over the b channels of a block. The workspace holds, per output, the
+// window position kh * KW + kw of the first maximum, in the output's blocked order: the same
+// choice as the reference kernel and as the row-major tiled kernel, so results do not depend on
+// the layout.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/args.h"
+
+namespace epoch::cpu {
+
+/// True when the windows tile the input (KH == stride_h, KW == stride_w, no padding, at most
+/// 256 window positions): the shapes the kernels below take.
+bool max_pool2d_windows_tile(const kernels::Pool2dDims& d);
+
+/// y = max over each window; ws[i] = the window position of y[i]'s first maximum.
+void max_pool2d_blocked_forward(const kernels::Pool2dDims& d, std::int64_t block,
+                                const float* x,     // (N, C/b, H, W, b)
+                                float* y,           // (N, C/b, OH, OW, b)
+                                std::uint8_t* ws);  // (N, C/b, OH, OW, b)
+
+/// dx = dy scattered onto the recorded maxima, zero elsewhere (overwrites dx).
+void max_pool2d_blocked_backward(const kernels::Pool2dDims& d, std::int64_t block,
+                                 const float* dy,         // (N, C/b, OH, OW, b)
+                                 const std::uint8_t* ws,  // from the forward
+                                 float* dx);              // (N, C/b, H, W, b)
+
+}  // namespace epoch::cpu

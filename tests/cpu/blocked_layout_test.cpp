@@ -1,0 +1,187 @@
+// Channel-blocked activations (Tensor::channel_block): the tensor's guards, the conversions,
+// each op that takes the layout against its row-major run (bit for bit: the same primitives and
+// the same window choices), and a chain that keeps the layout between its layers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "epoch/autograd/functions.h"
+#include "epoch/nn/layers.h"
+#include "epoch/nn/module.h"
+#include "epoch/ops/activation.h"
+#include "epoch/ops/backend.h"
+#include "epoch/ops/conv2d.h"
+#include "epoch/ops/layout.h"
+#include "epoch/ops/pool.h"
+#include "testing/testing.h"
+
+namespace epoch {
+namespace {
+
+void expect_same_bits(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  const std::vector<float> va = a.to_vector(), vb = b.to_vector();
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) && std::isnan(vb[i])) continue;
+    ASSERT_EQ(va[i], vb[i]) << what << " differs at " << i;
+  }
+}
+
+TEST(BlockedTensor, RefusesRowMajorAccessAndConvertsBack) {
+  const Tensor x = testing::random_tensor({2, 16, 3, 5}, 1);
+  for (std::int64_t block : {8, 16}) {
+    const Tensor b = x.to_channel_block(block);
+    EXPECT_EQ(b.channel_block(), block);
+    EXPECT_FALSE(b.is_contiguous());
+    EXPECT_THROW((void)b.f32(), Error);
+    EXPECT_THROW((void)b.raw(), Error);
+    EXPECT_THROW((void)b.view({2, -1}), Error);
+    // Element (n, c, h, w) sits at ((n * C/b + c/b) * H*W + h*W + w) * b + c % b.
+    const float* p = b.blocked_f32();
+    const float* q = x.f32();
+    EXPECT_EQ(p[((1 * (16 / block) + 9 / block) * 15 + 7) * block + 9 % block],
+              q[((1 * 16 + 9) * 15) + 7]);
+    expect_same_bits(b.contiguous(), x, "contiguous()");
+    expect_same_bits(b, x, "to_vector() of the blocked tensor");
+    expect_same_bits(b.to_channel_block(24 - block), x, "between block sizes");
+  }
+  EXPECT_THROW((void)Tensor::empty_blocked({2, 12, 3, 3}, 8), Error);  // 8 does not divide 12
+  EXPECT_THROW((void)Tensor::empty_blocked({2, 16, 3}, 8), Error);
+}
+
+TEST(BlockedTensor, FastReorderMatchesTheTensorLoop) {
+  const Tensor x = testing::random_tensor({3, 32, 7, 6}, 2);
+  for (std::int64_t block : {8, 16}) {
+    const Tensor fast = ops::to_channel_block(x, block);
+    expect_same_bits(fast, x.to_channel_block(block), "to blocked");
+    expect_same_bits(ops::to_channel_block(fast, 0), x, "back to row-major");
+    EXPECT_EQ(ops::to_channel_block(fast, 0).channel_block(), 0);
+  }
+}
+
+TEST(BlockedOps, ReluForwardAndBackwardKeepTheLayout) {
+  const Tensor x = testing::random_tensor({2, 16, 5, 5}, 3);
+  const Tensor dy = testing::random_tensor({2, 16, 5, 5}, 4);
+  const Tensor xb = x.to_channel_block(8), dyb = dy.to_channel_block(8);
+  const Tensor y = ops::relu_forward(xb);
+  EXPECT_EQ(y.channel_block(), 8);
+  expect_same_bits(y, ops::relu_forward(x), "relu forward");
+  const Tensor dx = ops::relu_backward(dyb, xb);
+  EXPECT_EQ(dx.channel_block(), 8);
+  expect_same_bits(dx, ops::relu_backward(dy, x), "relu backward");
+  // Mixed layouts fall back to row-major.
+  expect_same_bits(ops::relu_backward(dy, xb), ops::relu_backward(dy, x), "mixed layouts");
+}
+
+TEST(BlockedOps, TiledMaxPoolEqualsRowMajorWithTiesAndNaN) {
+  Tensor x = testing::random_tensor({2, 16, 6, 8}, 5);
+  float* p = x.f32();
+  p[0] = p[1] = p[8] = p[9] = 0.5f;  // a tie: the first position wins
+  p[50] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor dy = testing::random_tensor({2, 16, 3, 4}, 6);
+  ops::Pool2dParams pp;
+  pp.kernel_h = pp.kernel_w = pp.stride_h = pp.stride_w = 2;
+  for (std::int64_t block : {8, 16}) {
+    const Tensor xb = x.to_channel_block(block);
+    const ops::MaxPoolResult rb = ops::max_pool2d_forward(xb, pp);
+    const ops::MaxPoolResult r = ops::max_pool2d_forward(x, pp);
+    EXPECT_EQ(rb.y.channel_block(), block);
+    expect_same_bits(rb.y, r.y, "max pool forward");
+    const Tensor dxb = ops::max_pool2d_backward(dy.to_channel_block(block), xb, rb, pp);
+    EXPECT_EQ(dxb.channel_block(), block);
+    expect_same_bits(dxb, ops::max_pool2d_backward(dy, x, r, pp), "max pool backward");
+    // A row-major dy is taken too.
+    expect_same_bits(ops::max_pool2d_backward(dy, xb, rb, pp),
+                     ops::max_pool2d_backward(dy, x, r, pp), "row-major dy");
+  }
+}
+
+TEST(BlockedOps, OverlappingMaxPoolOfABlockedInputRunsRowMajor) {
+  const Tensor x = testing::random_tensor({2, 16, 7, 7}, 7);
+  ops::Pool2dParams pp;
+  pp.kernel_h = pp.kernel_w = 3;
+  pp.stride_h = pp.stride_w = 2;
+  const ops::MaxPoolResult rb = ops::max_pool2d_forward(x.to_channel_block(8), pp);
+  EXPECT_EQ(rb.y.channel_block(), 0);
+  expect_same_bits(rb.y, ops::max_pool2d_forward(x, pp).y, "3x3/2 pooling");
+}
+
+#if EPOCH_WITH_ONEDNN
+TEST(BlockedOps, ConvolutionTakesAndGivesBlockedActivations) {
+  const Tensor x = testing::random_tensor({2, 16, 9, 9}, 8);
+  const Tensor w = testing::random_tensor({32, 16, 3, 3}, 9, -0.2f, 0.2f);
+  const Tensor b = testing::random_tensor({32}, 10);
+  const Tensor dy = testing::random_tensor({2, 32, 9, 9}, 11);
+  ops::Conv2dParams p;
+  p.pad_h = p.pad_w = 1;
+  const Tensor y = ops::conv2d_forward(x, w, b, p);
+  const ops::Conv2dGrads g = ops::conv2d_backward(dy, x, w, true, p);
+  ops::Conv2dParams pb = p;
+  pb.blocked_output = true;
+  const Tensor yb = ops::conv2d_forward(x, w, b, pb);
+  ASSERT_NE(yb.channel_block(), 0) << "the fast path keeps its primitive's blocked output";
+  expect_same_bits(yb, y, "blocked output");
+  const std::int64_t block = yb.channel_block();
+  const Tensor xb = x.to_channel_block(block);
+  expect_same_bits(ops::conv2d_forward(xb, w, b, pb), y, "blocked input and output");
+  expect_same_bits(ops::conv2d_forward(xb, w, b, p), y, "blocked input, row-major output");
+  const ops::Conv2dGrads gb = ops::conv2d_backward(dy.to_channel_block(block), xb, w, true, p);
+  EXPECT_EQ(gb.dx.channel_block(), block) << "dx comes in x's layout";
+  expect_same_bits(gb.dx, g.dx, "dx");
+  expect_same_bits(gb.dw, g.dw, "dw");
+  expect_same_bits(gb.db, g.db, "db");
+  // The reference kernels take blocked tensors too (and give row-major results).
+  ops::CpuKernelsGuard reference(ops::CpuKernels::reference);
+  const Tensor yr = ops::conv2d_forward(xb, w, b, pb);
+  EXPECT_EQ(yr.channel_block(), 0);
+  EXPECT_EQ(ops::conv2d_backward(dy, xb, w, true, p).dx.channel_block(), 0);
+}
+
+// conv -> relu -> pool -> conv -> relu -> flatten -> dense, as one chain and link by link
+// with row-major activations: the same output and gradients, bit for bit, and the chain
+// reorders only before the flatten (and back in backward).
+TEST(BlockedChain, KeepsTheLayoutBetweenLayersThatTakeIt) {
+  auto chain = std::make_shared<nn::Sequential>();
+  chain->add("conv1", nn::Conv2d::same(3, 16, 3))
+      .add("relu1", std::make_shared<nn::Act>(nn::Activation::relu))
+      .add("pool1", nn::Pool2d::max(2))
+      .add("conv2", nn::Conv2d::same(16, 32, 3))
+      .add("relu2", std::make_shared<nn::Act>(nn::Activation::relu))
+      .add("flatten", std::make_shared<nn::Flatten>())
+      .add("fc1", std::make_shared<nn::Linear>(32 * 4 * 4, 5));
+  nn::initialize(*chain, 3);
+  const Tensor x = testing::random_tensor({4, 3, 8, 8}, 12);
+  const auto grads = [&](bool as_chain, std::vector<ops::KernelRecord>* records) {
+    for (auto& [name, t] : chain->parameters()) t.zero_grad();
+    ops::KernelTrace trace;
+    Tensor h = x;
+    if (as_chain) {
+      h = chain->forward(x);
+    } else {
+      for (const auto& [name, link] : chain->children()) h = link->forward(h);
+    }
+    EXPECT_EQ(h.channel_block(), 0);
+    sum(h).backward();
+    if (records != nullptr) *records = trace.records();
+    std::vector<Tensor> out{h.detach()};
+    for (auto& [name, t] : chain->parameters()) out.push_back(t.grad().clone());
+    return out;
+  };
+  std::vector<ops::KernelRecord> records;
+  const std::vector<Tensor> a = grads(true, &records), b = grads(false, nullptr);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    expect_same_bits(a[i], b[i], "output/grad " + std::to_string(i));
+  int reorders = 0;
+  for (const ops::KernelRecord& r : records) reorders += r.op == "to_channel_block" ? 1 : 0;
+  EXPECT_EQ(reorders, 2) << "one reorder before the flatten, one for its gradient";
+}
+#endif
+
+}  // namespace
+}  // namespace epoch
