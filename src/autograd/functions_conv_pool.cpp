@@ -1,8 +1,8 @@
 // Differentiable convolution and pooling.
 // Forward through ops/, backward closures over detached saved tensors.
-#include "epoch/autograd/functions.h"
-
 #include "epoch/autograd/autograd.h"
+#include "epoch/autograd/functions.h"
+#include "epoch/ops/activation.h"
 #include "epoch/ops/conv2d.h"
 #include "epoch/ops/pool.h"
 
@@ -13,13 +13,19 @@ using autograd::record;
 using Grads = std::vector<Tensor>;
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv2dParams& p) {
-  Tensor y = ops::conv2d_forward(x, w, b, p);
-  if (needs_grad(x, w) || (b.defined() && b.requires_grad())) {
+  const bool grad = needs_grad(x, w) || (b.defined() && b.requires_grad());
+  ops::Conv2dParams fp = p;
+  fp.inference = !grad;
+  Tensor y = ops::conv2d_forward(x, w, b, fp);
+  if (grad) {
     const bool has_bias = b.defined();
     const bool need_dx = x.requires_grad();
+    // A fused ReLU's gradient comes from y: y > 0 exactly where conv + b > 0.
     record(y, "conv2d", {x, w, b},
-           [xs = x.detach(), ws = w.detach(), has_bias, need_dx, p](const Tensor& dy) -> Grads {
-             ops::Conv2dGrads g = ops::conv2d_backward(dy, xs, ws, has_bias, p, need_dx);
+           [xs = x.detach(), ws = w.detach(), ys = p.relu ? y.detach() : Tensor(), has_bias,
+            need_dx, p](const Tensor& dy) -> Grads {
+             const Tensor dz = p.relu ? ops::relu_backward(dy, ys) : dy;
+             ops::Conv2dGrads g = ops::conv2d_backward(dz, xs, ws, has_bias, p, need_dx);
              return {g.dx, g.dw, g.db};
            });
   }

@@ -47,12 +47,22 @@ memory::desc md_for(const memory::dims& dims, bool any) {
   return any ? any_md(dims) : plain_md(dims);
 }
 
-Fwd::primitive_desc forward_pd(const ConvGeometry& g, bool has_bias, bool any) {
+// The forward primitive; `epilogue` adds the ReLU post-op and picks forward_inference, which
+// only the call that runs it needs (backward primitives take the plain training forward as hint).
+Fwd::primitive_desc forward_pd(const ConvGeometry& g, bool has_bias, bool any,
+                               ConvEpilogue epilogue = {}) {
   const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
-  Fwd::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                 md_for(g.src, any), md_for(g.wei, any), bias_md, md_for(g.dst, any), g.strides,
-                 g.dilates, g.pad_l, g.pad_r);
-  return Fwd::primitive_desc(desc, engine());
+  dnnl::primitive_attr attr;
+  if (epilogue.relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  Fwd::desc desc(
+      epilogue.inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
+      dnnl::algorithm::convolution_direct, md_for(g.src, any), md_for(g.wei, any), bias_md,
+      md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
+  return Fwd::primitive_desc(desc, attr, engine());
 }
 
 struct ForwardBundle {
@@ -62,8 +72,9 @@ struct ForwardBundle {
   memory::desc b_md;
 };
 
-ForwardBundle make_forward(const ConvGeometry& g, bool has_bias, bool any, ConvBlocks blocks) {
-  Fwd::primitive_desc pd = forward_pd(g, has_bias, any);
+ForwardBundle make_forward(const ConvGeometry& g, bool has_bias, bool any, ConvBlocks blocks,
+                           ConvEpilogue epilogue) {
+  Fwd::primitive_desc pd = forward_pd(g, has_bias, any, epilogue);
   ForwardBundle f;
   f.prim = Fwd(pd);
   f.impl = impl_name(pd);
@@ -165,15 +176,16 @@ std::int64_t conv2d_forward_output_block(const Conv2dDims& d, bool has_bias, std
 }
 
 void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const float* b, float* y,
-                    ConvLayout layout, ConvBlocks blocks) {
+                    ConvLayout layout, ConvBlocks blocks, ConvEpilogue epilogue) {
   if (empty(d)) return;
   guarded("conv2d_forward (oneDNN)", [&] {
     const SerialIfSmall serial(macs(d));
     const bool any = use_blocked(d, layout);
     const bool has_bias = b != nullptr;
-    auto f = cached<ForwardBundle>(conv_key("conv2d_fwd", d, any, has_bias, false, blocks), [&] {
-      return make_forward(geometry(d), has_bias, any, blocks);
-    });
+    Key key = conv_key("conv2d_fwd", d, any, has_bias, false, blocks);
+    key.add({epilogue.relu, epilogue.inference});
+    auto f = cached<ForwardBundle>(
+        key, [&] { return make_forward(geometry(d), has_bias, any, blocks, epilogue); });
     CallScratch scratch;
     memory xm = input(f->x_in, x, scratch);
     memory wm = input(f->w_in, w, scratch);

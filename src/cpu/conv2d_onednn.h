@@ -21,6 +21,13 @@ struct ConvBlocks {
   std::int64_t x = 0, y = 0;
 };
 
+/// What the forward does after the convolution: y = max(0, conv + b) as a post-op of the same
+/// primitive (relu), and whether it runs as forward_inference (no backward will follow).
+struct ConvEpilogue {
+  bool relu = false;
+  bool inference = false;
+};
+
 /// The channel block of the layout the forward primitive writes y in (0 when that layout is
 /// not plain nChw8c/nChw16c): a caller that takes a blocked y asks for it, so y needs no reorder.
 std::int64_t conv2d_forward_output_block(const kernels::Conv2dDims& d, bool has_bias,
@@ -33,7 +40,8 @@ void conv2d_forward(const kernels::Conv2dDims& d,
                     const float* w,  // (OC, C/groups, KH, KW)
                     const float* b,  // (OC) or null
                     float* y,        // (N, OC, OH, OW)
-                    ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {});
+                    ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {},
+                    ConvEpilogue epilogue = {});
 
 /// Gradients of conv2d_forward, as cpu::conv2d_backward; overwrites dx, dw, db (dx, db may be
 /// null when not wanted).

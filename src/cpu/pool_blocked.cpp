@@ -14,29 +14,38 @@ namespace {
 
 constexpr std::int64_t kSerialWork = 1 << 16;  // below it a parallel region costs more
 
-// One output row of one channel block: B lanes at a time, the first maximum of each window
-// winning, a NaN beating any number (as the reference kernel).
-template <int B>
-void forward_row(const Pool2dDims& d, const float* rows, float* y, std::uint8_t* ws) {
+// One output row of one channel block, B lanes at a time, the first maximum of each window
+// winning and a NaN beating any number (as the reference kernel). NaN-aware comparisons do not
+// vectorize, so the row runs with plain ones and is redone lane by lane if it held a NaN.
+template <int B, bool kNanAware>
+int forward_row(const Pool2dDims& d, const float* rows, float* y, std::uint8_t* ws) {
   const std::int64_t row = d.W * B;  // floats from one input row to the next
+  const std::int64_t positions = d.KH * d.KW;
+  int nan_seen = 0;  // an int, not a bool: GCC vectorizes the OR reduction then
   for (std::int64_t ow = 0; ow < d.OW; ++ow) {
-    float m[B];
-    std::uint8_t at[B];
     const float* first = rows + ow * d.KW * B;
-    for (int c = 0; c < B; ++c) m[c] = first[c], at[c] = 0;
-    for (std::int64_t kh = 0; kh < d.KH; ++kh)
-      for (std::int64_t kw = 0; kw < d.KW; ++kw) {
-        if (kh == 0 && kw == 0) continue;
-        const float* v = first + kh * row + kw * B;
-        const auto pos = static_cast<std::uint8_t>(kh * d.KW + kw);
-        for (int c = 0; c < B; ++c) {
-          const bool win = v[c] > m[c] || (v[c] != v[c] && m[c] == m[c]);
-          m[c] = win ? v[c] : m[c];
-          at[c] = win ? pos : at[c];
-        }
+    float m[B];
+    int at[B];
+    for (int c = 0; c < B; ++c) {
+      m[c] = first[c];
+      at[c] = 0;
+      nan_seen |= static_cast<int>(first[c] != first[c]);
+    }
+    for (std::int64_t pos = 1; pos < positions; ++pos) {
+      const float* v = first + (pos / d.KW) * row + (pos % d.KW) * B;
+      for (int c = 0; c < B; ++c) {
+        const bool win = kNanAware ? v[c] > m[c] || (v[c] != v[c] && m[c] == m[c]) : v[c] > m[c];
+        nan_seen |= static_cast<int>(v[c] != v[c]);
+        m[c] = win ? v[c] : m[c];
+        at[c] = win ? static_cast<int>(pos) : at[c];
       }
-    for (int c = 0; c < B; ++c) y[ow * B + c] = m[c], ws[ow * B + c] = at[c];
+    }
+    for (int c = 0; c < B; ++c) {
+      y[ow * B + c] = m[c];
+      ws[ow * B + c] = static_cast<std::uint8_t>(at[c]);
+    }
   }
+  return nan_seen;
 }
 
 template <int B>
@@ -45,9 +54,12 @@ void forward(const Pool2dDims& d, const float* x, float* y, std::uint8_t* ws) {
   const std::int64_t in_plane = d.H * d.W * B, out_plane = d.OH * d.OW * B;
 #pragma omp parallel for collapse(2) schedule(static) if (d.planes * d.H * d.W > kSerialWork)
   for (std::int64_t p = 0; p < blocks; ++p)
-    for (std::int64_t oh = 0; oh < d.OH; ++oh)
-      forward_row<B>(d, x + p * in_plane + oh * d.KH * d.W * B, y + p * out_plane + oh * d.OW * B,
-                     ws + p * out_plane + oh * d.OW * B);
+    for (std::int64_t oh = 0; oh < d.OH; ++oh) {
+      const float* rows = x + p * in_plane + oh * d.KH * d.W * B;
+      float* yr = y + p * out_plane + oh * d.OW * B;
+      std::uint8_t* wr = ws + p * out_plane + oh * d.OW * B;
+      if (forward_row<B, false>(d, rows, yr, wr) != 0) forward_row<B, true>(d, rows, yr, wr);
+    }
 }
 
 template <int B>

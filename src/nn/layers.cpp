@@ -47,9 +47,10 @@ std::shared_ptr<Conv2d> Conv2d::valid(std::int64_t in, std::int64_t out, std::in
 
 Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, params_); }
 
-Tensor Conv2d::forward_in_chain(const Tensor& x, bool next_takes_blocked) {
+Tensor Conv2d::forward_in_chain(const Tensor& x, const ChainLink& link) {
   ops::Conv2dParams p = params_;
-  p.blocked_output = next_takes_blocked;
+  p.blocked_output = link.next_takes_blocked;
+  p.relu = link.relu;
   return conv2d(x, weight, bias, p);
 }
 

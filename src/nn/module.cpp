@@ -119,8 +119,13 @@ Tensor forward_in_order(const Module& chain, const Tensor& x) {
   for (std::size_t i = 0; i < links.size(); ++i) {
     Module& link = *links[i].second;
     if (h.is_blocked() && !link.takes_blocked()) h = to_row_major(h);
-    const bool next_takes = i + 1 < links.size() && links[i + 1].second->takes_blocked();
-    h = link.forward_in_chain(h, next_takes);
+    Module::ChainLink hints;
+    if (link.fuses_relu() && i + 1 < links.size() && links[i + 1].second->is_relu()) {
+      hints.relu = true;
+      ++i;  // the ReLU runs inside this link
+    }
+    hints.next_takes_blocked = i + 1 < links.size() && links[i + 1].second->takes_blocked();
+    h = link.forward_in_chain(h, hints);
   }
   return to_row_major(h);
 }

@@ -2,6 +2,7 @@
 // cpu/conv2d_cpu.h; a oneDNN path is chosen first on the CPU when use_onednn()).
 #include "epoch/ops/conv2d.h"
 
+#include "cpu/activation_cpu.h"
 #include "cpu/conv2d_cpu.h"
 #include "kernels/args.h"
 #include "ops/dispatch.h"
@@ -10,6 +11,7 @@
 #include "cpu/conv2d_onednn.h"
 #endif
 #if EPOCH_WITH_CUDNN
+#include "cuda/activation_cuda.h"
 #include "cuda/conv2d_cudnn.h"
 #endif
 
@@ -76,7 +78,10 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
   dispatch("conv2d_forward", dev, {
     .cpu =
         [&] {
-          plain([&](const float* xp, float* yp) { cpu::conv2d_forward(d, xp, wc.f32(), bp, yp); });
+          plain([&](const float* xp, float* yp) {
+            cpu::conv2d_forward(d, xp, wc.f32(), bp, yp);
+            if (p.relu) cpu::relu_forward(yp, yp, y.numel());
+          });
         },
 #if EPOCH_WITH_ONEDNN
     .fast =
@@ -88,13 +93,15 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
           y = yb != 0 ? Tensor::empty_blocked(y_shape, yb)
                       : Tensor::empty(y_shape, DType::f32, dev);
           cpu::onednn::conv2d_forward(d, activation_f32(xc), wc.f32(), bp, activation_f32(y),
-                                      cpu::onednn::ConvLayout::automatic, {xb, yb});
+                                      cpu::onednn::ConvLayout::automatic, {xb, yb},
+                                      {.relu = p.relu, .inference = p.inference});
         },
 #endif
 #if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
     .cuda = [&] {
       plain([&](const float* xp, float* yp) {
         cuda::cudnn::conv2d_forward(d, xp, wc.f32(), bp, yp);
+        if (p.relu) cuda::relu_forward(yp, yp, y.numel());
       });
     },
 #endif

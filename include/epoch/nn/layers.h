@@ -25,7 +25,8 @@ class Conv2d : public Module {
                                        bool bias = true);
   Tensor forward(const Tensor& x) override;
   bool takes_blocked() const override { return true; }
-  Tensor forward_in_chain(const Tensor& x, bool next_takes_blocked) override;
+  bool fuses_relu() const override { return true; }
+  Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;
   std::string describe() const override;
@@ -54,6 +55,7 @@ class Act : public Module {
   explicit Act(Activation kind) : kind_(kind) {}
   Tensor forward(const Tensor& x) override;
   bool takes_blocked() const override { return kind_ == Activation::relu; }
+  bool is_relu() const override { return kind_ == Activation::relu; }
   std::string describe() const override;
 
  private:

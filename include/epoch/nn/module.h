@@ -30,11 +30,19 @@ class Module {
   /// blocked output: forward_in_order keeps activations blocked between such layers, so the
   /// CPU fast path reorders only where a layer needs the row-major layout. Default false.
   virtual bool takes_blocked() const { return false; }
-  /// forward(x) as one link of a chain, told whether the next link takes a blocked output
-  /// (a convolution then leaves y in its primitive's layout). Default: forward(x).
-  virtual Tensor forward_in_chain(const Tensor& x, bool /*next_takes_blocked*/) {
-    return forward(x);
-  }
+  /// True for a ReLU, which the link before it may absorb (fuses_relu).
+  virtual bool is_relu() const { return false; }
+  /// True when forward_in_chain can apply a ReLU to its output itself (a convolution's
+  /// post-op): forward_in_order then skips the ReLU link that follows.
+  virtual bool fuses_relu() const { return false; }
+  /// What a chain tells one of its links (forward_in_order).
+  struct ChainLink {
+    bool next_takes_blocked = false;  // the output may stay channel-blocked
+    bool relu = false;                // apply the following ReLU link too (fuses_relu)
+  };
+  /// forward(x) as one link of a chain. Default: forward(x) (a module that fuses_relu or
+  /// takes_blocked overrides it).
+  virtual Tensor forward_in_chain(const Tensor& x, const ChainLink& /*link*/) { return forward(x); }
   /// Maps several input batches to several outputs (a model fed a frame and its state, say).
   /// The default takes one input to forward's one output; modules with more override it.
   virtual std::vector<Tensor> apply(const std::vector<Tensor>& inputs);
@@ -96,7 +104,8 @@ class Module {
 
 /// A module whose children apply in order (Sequential, models::LayerStack): the output, the
 /// per-sample output shape and the flops of the chain. Activations stay channel-blocked
-/// between children that take it (Module::takes_blocked); the chain's output is row-major.
+/// between children that take it (Module::takes_blocked), a ReLU after a child that
+/// fuses_relu runs inside it, and the chain's output is row-major.
 Tensor forward_in_order(const Module& chain, const Tensor& x);
 Shape output_shape_in_order(const Module& chain, const Shape& input);
 std::int64_t flops_in_order(const Module& chain, const Shape& input);

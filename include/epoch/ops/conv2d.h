@@ -17,6 +17,12 @@ struct Conv2dParams {
   /// primitive wrote, for a caller that hands y only to ops that take that layout
   /// (nn::forward_in_order asks when the next layer does). y is row-major otherwise.
   bool blocked_output = false;
+  /// y = max(0, conv(x, w) + b): fused into the convolution on the CPU fast path (a oneDNN
+  /// post-op, no second pass over y), applied after it elsewhere. conv2d_backward takes the
+  /// gradient after the ReLU's (epoch::conv2d computes it from y).
+  bool relu = false;
+  /// No backward will follow (the CPU fast path runs an inference primitive).
+  bool inference = false;
 };
 
 /// Output spatial size: (in + 2*pad - dilation*(k-1) - 1) / stride + 1.
