@@ -1,8 +1,8 @@
 // Differentiable dense layer, matmul and bias add.
 // Forward through ops/, backward closures over detached saved tensors.
-#include "epoch/autograd/functions.h"
-
 #include "epoch/autograd/autograd.h"
+#include "epoch/autograd/functions.h"
+#include "epoch/ops/activation.h"
 #include "epoch/ops/linear.h"
 
 namespace epoch {
@@ -11,14 +11,17 @@ using autograd::needs_grad;
 using autograd::record;
 using Grads = std::vector<Tensor>;
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  Tensor y = ops::linear_forward(x, w, b);
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
+  Tensor y = ops::linear_forward(x, w, b, relu);
   if (needs_grad(x, w) || (b.defined() && b.requires_grad())) {
     const bool has_bias = b.defined();
     const bool need_dx = x.requires_grad();
+    // A fused ReLU's gradient comes from y: y > 0 exactly where x w^T + b > 0.
     record(y, "linear", {x, w, b},
-           [xs = x.detach(), ws = w.detach(), has_bias, need_dx](const Tensor& dy) -> Grads {
-             ops::LinearGrads g = ops::linear_backward(dy, xs, ws, has_bias, need_dx);
+           [xs = x.detach(), ws = w.detach(), ys = relu ? y.detach() : Tensor(), has_bias, need_dx,
+            relu](const Tensor& dy) -> Grads {
+             const Tensor dz = relu ? ops::relu_backward(dy, ys) : dy;
+             ops::LinearGrads g = ops::linear_backward(dz, xs, ws, has_bias, need_dx);
              return {g.dx, g.dw, g.db};
            });
   }
@@ -28,11 +31,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor y = ops::matmul(a, b);
   if (needs_grad(a, b))
-    record(y, "matmul", {a, b}, [as = a.detach(), bs = b.detach(), need_a = a.requires_grad(),
-                                 need_b = b.requires_grad()](const Tensor& dy) -> Grads {
-      return {need_a ? ops::matmul(dy, bs, false, true) : Tensor(),
-              need_b ? ops::matmul(as, dy, true, false) : Tensor()};
-    });
+    record(y, "matmul", {a, b},
+           [as = a.detach(), bs = b.detach(), need_a = a.requires_grad(),
+            need_b = b.requires_grad()](const Tensor& dy) -> Grads {
+             return {need_a ? ops::matmul(dy, bs, false, true) : Tensor(),
+                     need_b ? ops::matmul(as, dy, true, false) : Tensor()};
+           });
   return y;
 }
 

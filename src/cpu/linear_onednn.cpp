@@ -29,9 +29,9 @@ struct MatmulBundle {
 // c (M, N) = op(a) op(b) [+ bias (1, N)] [+ c].
 std::shared_ptr<const MatmulBundle> matmul_bundle(bool trans_a, bool trans_b, std::int64_t M,
                                                   std::int64_t N, std::int64_t K, bool bias,
-                                                  bool accumulate) {
+                                                  bool accumulate, bool relu = false) {
   Key key("matmul");
-  key.add({trans_a, trans_b, M, N, K, bias, accumulate});
+  key.add({trans_a, trans_b, M, N, K, bias, accumulate, relu});
   return cached<MatmulBundle>(key, [&] {
     MatmulBundle m;
     m.a = matrix_md(M, K, trans_a);
@@ -39,11 +39,10 @@ std::shared_ptr<const MatmulBundle> matmul_bundle(bool trans_a, bool trans_b, st
     m.c = plain_md({M, N});
     if (bias) m.bias = plain_md({1, N});
     dnnl::primitive_attr attr;
-    if (accumulate) {
-      dnnl::post_ops ops;
-      ops.append_sum(1.0f);
-      attr.set_post_ops(ops);
-    }
+    dnnl::post_ops ops;
+    if (accumulate) ops.append_sum(1.0f);
+    if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (accumulate || relu) attr.set_post_ops(ops);
     dnnl::matmul::desc desc(m.a, m.b, m.bias, m.c);
     m.prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine()));
     return m;
@@ -51,9 +50,8 @@ std::shared_ptr<const MatmulBundle> matmul_bundle(bool trans_a, bool trans_b, st
 }
 
 void run(const MatmulBundle& m, const float* a, const float* b, const float* bias, float* c) {
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(m.a, a)},
-                                       {DNNL_ARG_WEIGHTS, wrap(m.b, b)},
-                                       {DNNL_ARG_DST, wrap(m.c, c)}};
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, wrap(m.a, a)}, {DNNL_ARG_WEIGHTS, wrap(m.b, b)}, {DNNL_ARG_DST, wrap(m.c, c)}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, wrap(m.bias, bias));
   m.prim.execute(stream(), args);
   stream().wait();
@@ -75,17 +73,20 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
 }
 
 void linear_forward(const float* x, const float* w, const float* b, float* y, std::int64_t N,
-                    std::int64_t IN, std::int64_t OUT) {
+                    std::int64_t IN, std::int64_t OUT, bool relu) {
   if (N == 0 || OUT == 0) return;
   if (IN == 0) {
     for (std::int64_t i = 0; i < N; ++i)
-      for (std::int64_t o = 0; o < OUT; ++o) y[i * OUT + o] = b != nullptr ? b[o] : 0.0f;
+      for (std::int64_t o = 0; o < OUT; ++o) {
+        const float v = b != nullptr ? b[o] : 0.0f;
+        y[i * OUT + o] = relu && !(v > 0.0f) ? 0.0f : v;
+      }
     return;
   }
   guarded("linear_forward (oneDNN)", [&] {
     const SerialIfSmall serial(N * IN * OUT);
     // y (N, OUT) = x (N, IN) w^T (IN, OUT) + b
-    run(*matmul_bundle(false, true, N, OUT, IN, b != nullptr, false), x, w, b, y);
+    run(*matmul_bundle(false, true, N, OUT, IN, b != nullptr, false, relu), x, w, b, y);
   });
 }
 

@@ -17,7 +17,8 @@ void linear_forward(const float* x,  // (N, IN)
                     const float* w,  // (OUT, IN)
                     const float* b,  // (OUT) or null
                     float* y,        // (N, OUT)
-                    std::int64_t N, std::int64_t IN, std::int64_t OUT);
+                    std::int64_t N, std::int64_t IN, std::int64_t OUT,
+                    bool relu = false);  // y = max(0, x w^T + b): a post-op of the product
 
 /// Gradients of linear_forward, as cpu::linear_backward; dx and db may be null. Overwrites.
 void linear_backward(const float* dy,  // (N, OUT)

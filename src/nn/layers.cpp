@@ -93,6 +93,10 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool has_bia
 
 Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
 
+Tensor Linear::forward_in_chain(const Tensor& x, const ChainLink& link) {
+  return linear(x, weight, bias, link.relu);
+}
+
 Shape Linear::output_shape(const Shape& in) const {
   EPOCH_CHECK(in.size() == 1 && in[0] == weight.size(1), "Linear expects (", weight.size(1),
               ") per sample, got ", shape_str(in));

@@ -21,10 +21,22 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   return strides;
 }
 
-Tensor binary(kernels::BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
-  check_f32(name, "a", a);
-  check_f32(name, "b", b);
-  const Device d = common_device(name, a, b);
+Tensor binary(kernels::BinaryOp op, const char* name, const Tensor& a_in, const Tensor& b_in) {
+  check_f32(name, "a", a_in);
+  check_f32(name, "b", b_in);
+  const Device d = common_device(name, a_in, b_in);
+  // Two channel-blocked operands of one shape and layout combine as stored (a blocked result);
+  // any other blocked operand is read row-major.
+  if (a_in.shape() == b_in.shape() && same_blocked_layout(a_in, b_in)) {
+    Tensor y = empty_like(a_in);
+    dispatch(name, d, {.cpu = [&] {
+               cpu::binary_same_shape(op, a_in.blocked_f32(), b_in.blocked_f32(), y.blocked_f32(),
+                                      y.numel());
+             }});
+    return y;
+  }
+  const Tensor a = a_in.is_blocked() ? a_in.contiguous() : a_in;
+  const Tensor b = b_in.is_blocked() ? b_in.contiguous() : b_in;
   const Shape shape = broadcast_shape(a.shape(), b.shape());
   Tensor y = Tensor::empty(shape, DType::f32, d);
   const bool same = a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous();

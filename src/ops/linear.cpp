@@ -2,6 +2,7 @@
 // device (reference kernels in cpu/linear_cpu.h; oneDNN first on the CPU when use_onednn()).
 #include "epoch/ops/linear.h"
 
+#include "cpu/activation_cpu.h"
 #include "cpu/linear_cpu.h"
 #include "ops/dispatch.h"
 
@@ -10,6 +11,7 @@
 #endif
 
 #if EPOCH_WITH_CUDA
+#include "cuda/activation_cuda.h"
 #include "cuda/linear_cuda.h"
 #endif
 
@@ -58,7 +60,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   return c;
 }
 
-Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
   check_f32("linear_forward", "x", x);
   check_f32("linear_forward", "w", w);
   if (b.defined()) check_f32("linear_forward", "b", b);
@@ -74,12 +76,19 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = Tensor::empty({N, OUT}, DType::f32, dev);
   const float* bp = bc.defined() ? bc.f32() : nullptr;
   dispatch("linear_forward", dev, {
-    .cpu = [&] { cpu::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT); },
+    .cpu =
+        [&] {
+          cpu::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT);
+          if (relu) cpu::relu_forward(y.f32(), y.f32(), y.numel());
+        },
 #if EPOCH_WITH_ONEDNN
-    .fast = [&] { cpu::onednn::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT); },
+    .fast = [&] { cpu::onednn::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT, relu); },
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] { cuda::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT); },
+    .cuda = [&] {
+      cuda::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT);
+      if (relu) cuda::relu_forward(y.f32(), y.f32(), y.numel());
+    },
 #endif
   });
   return y;

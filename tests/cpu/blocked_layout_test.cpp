@@ -16,6 +16,7 @@
 #include "epoch/ops/activation.h"
 #include "epoch/ops/backend.h"
 #include "epoch/ops/conv2d.h"
+#include "epoch/ops/elementwise.h"
 #include "epoch/ops/layout.h"
 #include "epoch/ops/pool.h"
 #include "testing/testing.h"
@@ -76,6 +77,19 @@ TEST(BlockedOps, ReluForwardAndBackwardKeepTheLayout) {
   expect_same_bits(dx, ops::relu_backward(dy, x), "relu backward");
   // Mixed layouts fall back to row-major.
   expect_same_bits(ops::relu_backward(dy, xb), ops::relu_backward(dy, x), "mixed layouts");
+}
+
+TEST(BlockedOps, ElementwiseOpsTakeBlockedOperands) {
+  const Tensor a = testing::random_tensor({2, 16, 3, 3}, 13),
+               b = testing::random_tensor({2, 16, 3, 3}, 14);
+  const Tensor both = ops::add(a.to_channel_block(8), b.to_channel_block(8));
+  EXPECT_EQ(both.channel_block(), 8);
+  expect_same_bits(both, ops::add(a, b), "blocked + blocked");
+  const Tensor mixed = ops::mul(a.to_channel_block(16), b);
+  EXPECT_EQ(mixed.channel_block(), 0);
+  expect_same_bits(mixed, ops::mul(a, b), "blocked * row-major");
+  const Tensor bias = testing::random_tensor({3}, 15);
+  expect_same_bits(ops::add(a.to_channel_block(8), bias), ops::add(a, bias), "broadcast");
 }
 
 TEST(BlockedOps, TiledMaxPoolEqualsRowMajorWithTiesAndNaN) {

@@ -17,7 +17,8 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv
 Tensor max_pool2d(const Tensor& x, const ops::Pool2dParams& p);
 Tensor avg_pool2d(const Tensor& x, const ops::Pool2dParams& p);
 Tensor global_avg_pool2d(const Tensor& x);
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+/// relu: max(0, x w^T + b) as one op (fused on the CPU fast path; see ops::linear_forward).
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu = false);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor bias_add(const Tensor& x, const Tensor& b);
 /// Updates running statistics in place when training.

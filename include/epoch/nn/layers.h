@@ -41,6 +41,8 @@ class Linear : public Module {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
+  bool fuses_relu() const override { return true; }
+  Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;
   std::string describe() const override;

@@ -11,7 +11,9 @@ namespace epoch::ops {
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
 /// y = x W^T + b.  x (N, IN), w (OUT, IN), b (OUT) or undefined. Returns (N, OUT).
-Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b);
+/// relu: y = max(0, x w^T + b), fused into the product on the CPU fast path (a oneDNN post-op),
+/// applied after it elsewhere; linear_backward then takes the gradient after the ReLU's.
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, bool relu = false);
 
 struct LinearGrads {
   Tensor dx;  // (N, IN), undefined unless asked for
