@@ -10,8 +10,12 @@
 
 namespace epoch::cpu {
 
-void dropout_forward(const float* x, float* y, float* mask, std::int64_t n, float p,
-                     std::uint64_t seed, std::uint64_t key) {
+namespace {
+
+// Element i (row-major order) draws its keep decision from bits_at(i) and is stored at at(i).
+template <typename At>
+void dropout_forward_at(const float* x, float* y, float* mask, std::int64_t n, float p,
+                        std::uint64_t seed, std::uint64_t key, At at) {
   const std::uint64_t stream_key = mix64(seed, key);  // the key RandomStream(seed, key) uses
   const float scale = 1.0f / (1.0f - p);
   const std::int64_t groups = (n + 3) / 4;
@@ -26,10 +30,27 @@ void dropout_forward(const float* x, float* y, float* mask, std::int64_t n, floa
       const float u =
           static_cast<float>(bits[static_cast<std::size_t>(i & 3)] >> 8) * (1.0f / 16777216.0f);
       const float m = u >= p ? scale : 0.0f;
-      mask[i] = m;
-      y[i] = x[i] * m;
+      const std::int64_t j = at(i);
+      mask[j] = m;
+      y[j] = x[j] * m;
     }
   }
+}
+
+}  // namespace
+
+void dropout_forward(const float* x, float* y, float* mask, std::int64_t n, float p,
+                     std::uint64_t seed, std::uint64_t key) {
+  dropout_forward_at(x, y, mask, n, p, seed, key, [](std::int64_t i) { return i; });
+}
+
+void dropout_forward_blocked(const float* x, float* y, float* mask, std::int64_t N, std::int64_t C,
+                             std::int64_t HW, std::int64_t block, float p, std::uint64_t seed,
+                             std::uint64_t key) {
+  dropout_forward_at(x, y, mask, N * C * HW, p, seed, key, [=](std::int64_t i) {
+    const std::int64_t pos = i % HW, c = i / HW % C, n = i / (HW * C);
+    return ((n * (C / block) + c / block) * HW + pos) * block + c % block;
+  });
 }
 
 void dropout_backward(const float* dy, const float* mask, float* dx, std::int64_t n) {

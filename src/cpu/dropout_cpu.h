@@ -12,6 +12,11 @@ void dropout_forward(const float* x,  // (n)
                      float* y,        // (n) x * mask
                      float* mask,     // (n) 0 or 1 / (1 - p)
                      std::int64_t n, float p, std::uint64_t seed, std::uint64_t key);
+/// dropout_forward of a channel-blocked (N, C/b, H, W, b) x, y and mask: each element keeps
+/// the decision of its row-major index, so the mask is the same in either layout.
+void dropout_forward_blocked(const float* x, float* y, float* mask, std::int64_t N, std::int64_t C,
+                             std::int64_t HW, std::int64_t block, float p, std::uint64_t seed,
+                             std::uint64_t key);
 void dropout_backward(const float* dy,    // (n)
                       const float* mask,  // (n) from dropout_forward
                       float* dx,          // (n) dy * mask

@@ -16,6 +16,7 @@
 #include "epoch/ops/activation.h"
 #include "epoch/ops/backend.h"
 #include "epoch/ops/conv2d.h"
+#include "epoch/ops/dropout.h"
 #include "epoch/ops/elementwise.h"
 #include "epoch/ops/layout.h"
 #include "epoch/ops/pool.h"
@@ -90,6 +91,23 @@ TEST(BlockedOps, ElementwiseOpsTakeBlockedOperands) {
   expect_same_bits(mixed, ops::mul(a, b), "blocked * row-major");
   const Tensor bias = testing::random_tensor({3}, 15);
   expect_same_bits(ops::add(a.to_channel_block(8), bias), ops::add(a, bias), "broadcast");
+}
+
+TEST(BlockedOps, DropoutDrawsTheRowMajorMask) {
+  const Tensor x = testing::random_tensor({3, 16, 5, 3}, 16),
+               dy = testing::random_tensor({3, 16, 5, 3}, 17);
+  const ops::DropoutResult r = ops::dropout_forward(x, 0.4f, 7, 11);
+  for (std::int64_t block : {8, 16}) {
+    const ops::DropoutResult rb = ops::dropout_forward(x.to_channel_block(block), 0.4f, 7, 11);
+    EXPECT_EQ(rb.y.channel_block(), block);
+    expect_same_bits(rb.y, r.y, "y");
+    expect_same_bits(rb.mask, r.mask, "mask");
+    const Tensor dx = ops::dropout_backward(dy.to_channel_block(block), rb.mask);
+    EXPECT_EQ(dx.channel_block(), block);
+    expect_same_bits(dx, ops::dropout_backward(dy, r.mask), "dx");
+    expect_same_bits(ops::dropout_backward(dy, rb.mask), ops::dropout_backward(dy, r.mask),
+                     "row-major dy");
+  }
 }
 
 TEST(BlockedOps, TiledMaxPoolEqualsRowMajorWithTiesAndNaN) {

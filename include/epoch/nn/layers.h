@@ -105,6 +105,7 @@ class Dropout : public Module {
  public:
   explicit Dropout(float p);
   Tensor forward(const Tensor& x) override;
+  bool takes_blocked() const override { return true; }
   std::string describe() const override;
 
  protected:
