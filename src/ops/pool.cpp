@@ -78,17 +78,18 @@ MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   const bool blocked = x.is_blocked() && cpu::max_pool2d_windows_tile(d);
   const Tensor xc = blocked ? x : to_channel_block(x, 0);
   r.y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
+  const auto pool_blocked = [&] {  // exact, as every max pooling: the same on either path
+    r.y = Tensor::empty_blocked(r.y.shape(), x.channel_block());
+    r.channel_block = x.channel_block();
+    r.indices = Tensor::empty({r.y.numel()}, DType::u8, dev);
+    cpu::max_pool2d_blocked_forward(d, x.channel_block(), xc.blocked_f32(), r.y.blocked_f32(),
+                                    r.indices.data<std::uint8_t>());
+  };
   dispatch("max_pool2d_forward", dev, {
     .cpu =
         [&] {
-          if (blocked) {  // reached only from a fast-path forward before it
-            r.y = Tensor::empty_blocked(r.y.shape(), x.channel_block());
-            r.channel_block = x.channel_block();
-            r.indices = Tensor::empty({r.y.numel()}, DType::u8, dev);
-            cpu::max_pool2d_blocked_forward(d, x.channel_block(), xc.blocked_f32(),
-                                            r.y.blocked_f32(), r.indices.data<std::uint8_t>());
-            return;
-          }
+          if (blocked) return pool_blocked();  // a blocked x comes from the fast path
+
           r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
           cpu::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
         },
@@ -97,12 +98,7 @@ MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
         [&] {  // indices hold oneDNN's workspace bytes (u8)
           if (blocked) {
             kernels::note_impl("epoch:max_pool_blocked");
-            r.y = Tensor::empty_blocked(r.y.shape(), x.channel_block());
-            r.channel_block = x.channel_block();
-            r.indices = Tensor::empty({r.y.numel()}, DType::u8, dev);
-            cpu::max_pool2d_blocked_forward(d, x.channel_block(), xc.blocked_f32(),
-                                            r.y.blocked_f32(), r.indices.data<std::uint8_t>());
-            return;
+            return pool_blocked();
           }
           const std::int64_t C = x.size(1);
           r.indices =
