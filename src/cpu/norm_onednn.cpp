@@ -1,23 +1,26 @@
 // oneDNN batch norm and LRN (see norm_onednn.h). oneDNN's kernels for plain NCHW are its slow
 // generic ones here (batch norm 2-4x, LRN up to 16x slower than our reference: measured on
 // (64, 64, 12, 12)), so both run in the layout that has a JIT kernel, with reorders around
-// them: batch norm in 16-channel blocks, LRN channels-last (its blocked kernel only takes a
-// window of 5). The running-statistics update and 1/sqrt(var + eps) are computed here per
-// channel; oneDNN keeps the variance where we keep invstd, and backward converts back.
-// LRN backward runs the reference kernel where oneDNN 2.6's channels-last one fails us: it
-// crashes on a one-channel window, and gives wrong gradients for windows of 7 or more when C
-// is above 16 and not a multiple of 16 (found by the parity tests; a one-channel forward is
-// elementwise and runs the reference too).
+// them: batch norm in 16-channel blocks (8 where oneDNN has no JIT kernel for 16: AVX2
+// machines), LRN channels-last (its blocked kernel only takes a window of 5). The
+// running-statistics update and 1/sqrt(var + eps) are computed here per channel; oneDNN keeps
+// the variance where we keep invstd, and backward converts back.
+// LRN runs epoch's own NCHW kernel (cpu/norm_nchw.h) where oneDNN has only its reference code
+// (AVX2 machines: the cached primitive records oneDNN's choice) and where oneDNN 2.6's
+// channels-last backward fails us: it crashes on a one-channel window, and gives wrong
+// gradients for windows of 7 or more when C is above 16 and not a multiple of 16 (found by the
+// parity tests; a one-channel forward is elementwise and runs the own kernel too).
 #include "cpu/norm_onednn.h"
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "cpu/norm_cpu.h"
+#include "cpu/norm_nchw.h"
 #include "cpu/onednn_context.h"
 
 namespace epoch::cpu::onednn {
@@ -49,14 +52,27 @@ BnFwd::primitive_desc bn_forward_pd(const memory::desc& data, float eps, bool tr
   return BnFwd::primitive_desc(desc, engine());
 }
 
+// The blocked layout batch norm runs in: 16-channel blocks, unless oneDNN has only its
+// reference code there and a JIT kernel for 8-channel blocks (AVX2 machines).
+Tag bn_layout(const memory::dims& dims, float eps, bool training) {
+  if (!kernels::is_reference_impl(
+          impl_name(bn_forward_pd(tagged_md(dims, Tag::nChw16c), eps, training))))
+    return Tag::nChw16c;
+  const bool jit8 = !kernels::is_reference_impl(
+      impl_name(bn_forward_pd(tagged_md(dims, Tag::nChw8c), eps, training)));
+  return jit8 ? Tag::nChw8c : Tag::nChw16c;
+}
+
 struct BnForwardBundle {
   BnFwd prim;
+  std::string impl;
   Relayout x_in, y_out;
   memory::desc stat;
 };
 
 struct BnBackwardBundle {
   BnBwd prim;
+  std::string impl;
   Relayout x_in, dy_in, dx_out;
   memory::desc stat;
 };
@@ -68,12 +84,18 @@ Key bn_key(const char* op, std::int64_t N, std::int64_t C, std::int64_t HW, floa
   return k;
 }
 
+// own: oneDNN has only its reference code for these sizes (impl), so epoch's NCHW kernel runs
+// and the bundle holds no primitive.
 struct LrnForwardBundle {
+  std::string impl;
+  bool own = false;
   LrnFwd prim;
   Relayout x_in, y_out;
 };
 
 struct LrnBackwardBundle {
+  std::string impl;
+  bool own = false;
   LrnFwd forward;  // reruns the forward for the workspace the backward reads
   LrnBwd prim;
   Relayout x_in, dy_in, dx_out;
@@ -113,8 +135,9 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta,
     const SerialIfSmall serial(N * C * HW);
     auto f = cached<BnForwardBundle>(bn_key("bn_fwd", N, C, HW, eps, training), [&] {
       const memory::dims dims = data_dims(N, C, HW);
-      BnFwd::primitive_desc pd = bn_forward_pd(tagged_md(dims, Tag::nChw16c), eps, training);
-      return BnForwardBundle{BnFwd(pd), Relayout(plain_md(dims), pd.src_desc()),
+      BnFwd::primitive_desc pd =
+          bn_forward_pd(tagged_md(dims, bn_layout(dims, eps, training)), eps, training);
+      return BnForwardBundle{BnFwd(pd), impl_name(pd), Relayout(plain_md(dims), pd.src_desc()),
                              Relayout(pd.dst_desc(), plain_md(dims)), plain_md({C})};
     });
     std::vector<float> var(static_cast<std::size_t>(C));
@@ -132,6 +155,7 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta,
       args.emplace(DNNL_ARG_MEAN, wrap(f->stat, running_mean));
       args.emplace(DNNL_ARG_VARIANCE, wrap(f->stat, running_var));
     }
+    kernels::note_impl(f->impl);
     f->prim.execute(stream(), args);
     output_done(f->y_out, ym, y);
     stream().wait();
@@ -163,12 +187,15 @@ void batch_norm_backward(const float* dy, const float* x, const float* gamma,
     const float eps = 1e-5f;
     auto b = cached<BnBackwardBundle>(bn_key("bn_bwd", N, C, HW, eps, training), [&] {
       const memory::dims dims = data_dims(N, C, HW);
-      const memory::desc blocked = tagged_md(dims, Tag::nChw16c);
+      const memory::desc blocked = tagged_md(dims, bn_layout(dims, eps, training));
       BnBwd::desc desc(dnnl::prop_kind::backward, blocked, blocked, eps, bn_flags(training));
       BnBwd::primitive_desc pd(desc, engine(), bn_forward_pd(blocked, eps, training));
-      return BnBackwardBundle{BnBwd(pd), Relayout(plain_md(dims), pd.src_desc()),
+      return BnBackwardBundle{BnBwd(pd),
+                              impl_name(pd),
+                              Relayout(plain_md(dims), pd.src_desc()),
                               Relayout(plain_md(dims), pd.diff_dst_desc()),
-                              Relayout(pd.diff_src_desc(), plain_md(dims)), plain_md({C})};
+                              Relayout(pd.diff_src_desc(), plain_md(dims)),
+                              plain_md({C})};
     });
     // oneDNN 2.6 wants the shift even though the gradients do not depend on it.
     std::vector<float> var(static_cast<std::size_t>(C)), unused_shift(var.size(), 0.0f);
@@ -180,6 +207,7 @@ void batch_norm_backward(const float* dy, const float* x, const float* gamma,
     memory xm = input(b->x_in, x, scratch);
     memory dym = input(b->dy_in, dy, scratch);
     memory dxm = output(b->dx_out, dx, scratch);
+    kernels::note_impl(b->impl);
     b->prim.execute(stream(), {{DNNL_ARG_SRC, xm},
                                {DNNL_ARG_DIFF_DST, dym},
                                {DNNL_ARG_MEAN, wrap(b->stat, save_mean)},
@@ -198,20 +226,28 @@ void lrn_forward(const float* x, float* y, std::int64_t N, std::int64_t C, std::
                  std::int64_t size, float alpha, float beta, float k) {
   check_lrn_size(size);
   if (N * C * HW == 0) return;
-  if (size == 1) return cpu::lrn_forward(x, y, N, C, HW, size, alpha, beta, k);
+  if (size == 1) return nchw::lrn_forward(x, y, N, C, HW, size, alpha, beta, k);
   guarded("lrn_forward (oneDNN)", [&] {
     const SerialIfSmall serial(N * C * HW * size);
     auto f = cached<LrnForwardBundle>(lrn_key("lrn_fwd", N, C, HW, size, alpha, beta, k), [&] {
       const memory::dims dims = data_dims(N, C, HW);
       // Scoring: no workspace to write, since backward recomputes it.
-      LrnFwd::primitive_desc pd = lrn_forward_pd(
-          dnnl::prop_kind::forward_scoring, tagged_md(dims, Tag::nhwc), size, alpha, beta, k);
-      return LrnForwardBundle{LrnFwd(pd), Relayout(plain_md(dims), pd.src_desc()),
-                              Relayout(pd.dst_desc(), plain_md(dims))};
+      LrnFwd::primitive_desc pd = lrn_forward_pd(dnnl::prop_kind::forward_scoring,
+                                                 tagged_md(dims, Tag::nhwc), size, alpha, beta, k);
+      LrnForwardBundle b;
+      b.impl = impl_name(pd);
+      b.own = kernels::is_reference_impl(b.impl);
+      if (b.own) return b;
+      b.prim = LrnFwd(pd);
+      b.x_in = Relayout(plain_md(dims), pd.src_desc());
+      b.y_out = Relayout(pd.dst_desc(), plain_md(dims));
+      return b;
     });
+    if (f->own) return nchw::lrn_forward(x, y, N, C, HW, size, alpha, beta, k);
     CallScratch scratch;
     memory xm = input(f->x_in, x, scratch);
     memory ym = output(f->y_out, y, scratch);
+    kernels::note_impl(f->impl);
     f->prim.execute(stream(), {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
     output_done(f->y_out, ym, y);
     stream().wait();
@@ -224,7 +260,7 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
   check_lrn_size(size);
   if (N * C * HW == 0) return;
   if (!lrn_backward_supported(C, size))
-    return cpu::lrn_backward(dy, x, y, dx, N, C, HW, size, alpha, beta, k);
+    return nchw::lrn_backward(dy, x, y, dx, N, C, HW, size, alpha, beta, k);
   guarded("lrn_backward (oneDNN)", [&] {
     const SerialIfSmall serial(N * C * HW * size);
     auto b = cached<LrnBackwardBundle>(lrn_key("lrn_bwd", N, C, HW, size, alpha, beta, k), [&] {
@@ -235,20 +271,27 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
       LrnBwd::desc desc(dnnl::algorithm::lrn_across_channels, channels_last, channels_last,
                         size, alpha, beta, k);
       LrnBwd::primitive_desc pd(desc, engine(), fwd);
-      return LrnBackwardBundle{LrnFwd(fwd),
-                               LrnBwd(pd),
-                               Relayout(plain_md(dims), pd.src_desc()),
-                               Relayout(plain_md(dims), pd.diff_dst_desc()),
-                               Relayout(pd.diff_src_desc(), plain_md(dims)),
-                               fwd.dst_desc(),
-                               fwd.workspace_desc()};
+      LrnBackwardBundle b;
+      b.impl = impl_name(pd);
+      b.own = kernels::is_reference_impl(b.impl);
+      if (b.own) return b;
+      b.forward = LrnFwd(fwd);
+      b.prim = LrnBwd(pd);
+      b.x_in = Relayout(plain_md(dims), pd.src_desc());
+      b.dy_in = Relayout(plain_md(dims), pd.diff_dst_desc());
+      b.dx_out = Relayout(pd.diff_src_desc(), plain_md(dims));
+      b.y = fwd.dst_desc();
+      b.workspace = fwd.workspace_desc();
+      return b;
     });
+    if (b->own) return nchw::lrn_backward(dy, x, y, dx, N, C, HW, size, alpha, beta, k);
     CallScratch scratch;
     memory xm = input(b->x_in, x, scratch);
     memory dym = input(b->dy_in, dy, scratch);
     memory dxm = output(b->dx_out, dx, scratch);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_DIFF_SRC, dxm}};
+    kernels::note_impl(b->impl);
     if (b->workspace.get_size() > 0) {
       memory ws(b->workspace, engine(), scratch.get(b->workspace.get_size()));
       memory y_again(b->y, engine(), scratch.get(b->y.get_size()));

@@ -1,5 +1,6 @@
 // oneDNN batch normalization and local response normalization (across channels) for the CPU
-// fast path, on plain (N, C, HW) buffers; the same contracts as cpu/norm_cpu.h.
+// fast path, on plain (N, C, HW) buffers; the same contracts as cpu/norm_cpu.h. LRN runs
+// epoch's own kernel (cpu/norm_nchw.h) where oneDNN has only reference code or is wrong.
 // Compiled only when EPOCH_WITH_ONEDNN; guard includes with #if EPOCH_WITH_ONEDNN.
 #pragma once
 
@@ -38,7 +39,7 @@ void lrn_forward(const float* x,  // (N, C, HW)
                  float beta, float k);
 
 /// As cpu::lrn_backward (overwrites dx). oneDNN recomputes what it needs from x; y is read
-/// only where the reference kernel stands in (see norm_onednn.cpp).
+/// only where epoch's own kernel runs (see norm_onednn.cpp).
 void lrn_backward(const float* dy,  // (N, C, HW)
                   const float* x,   // (N, C, HW)
                   const float* y,   // (N, C, HW) the forward output

@@ -1,6 +1,7 @@
 // oneDNN max and average pooling for the CPU fast path, on plain NCHW buffers (max pooling
-// whose windows tile the input runs a faster hand-written kernel). Max pooling keeps a
-// workspace of opaque bytes for its backward instead of i32 argmax indices.
+// runs epoch's own kernel, cpu/pool_nchw.h, where its windows tile the input and where oneDNN
+// has only unvectorized code). Max pooling keeps a workspace of opaque bytes for its backward
+// instead of i32 argmax indices.
 // Compiled only when EPOCH_WITH_ONEDNN; guard includes with #if EPOCH_WITH_ONEDNN.
 #pragma once
 

@@ -25,4 +25,13 @@ inline void note_impl(std::string_view name) {
   t_impl_sink->append(name);
 }
 
+/// True when impl names one of oneDNN's reference or "simple" implementations ("ref:any",
+/// "lrn_ref:any", "simple_nchw:any", ...) or epoch's reference kernels standing in for a fast
+/// path ("reference"). The fast-path kernels read it to replace oneDNN's slow code with
+/// epoch's own; ops::is_reference_impl() is the same test.
+inline bool is_reference_impl(std::string_view impl) {
+  return impl == "reference" || impl.find("ref") != std::string_view::npos ||
+         impl.find("simple") != std::string_view::npos;
+}
+
 }  // namespace epoch::kernels

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "epoch/tensor/error.h"
+#include "kernels/impl_note.h"
 
 namespace epoch::ops {
 namespace {
@@ -28,8 +29,7 @@ KernelTrace* KernelTrace::active() { return t_trace; }
 bool is_reference_impl(const std::string& impl) {
   // oneDNN names its reference code "ref:any", "lrn_ref:any", "ref_..." and its unvectorized
   // fallbacks "simple:any" (reorders), "simple_nchw:any" (pooling).
-  return impl == "reference" || impl.find("ref") != std::string::npos ||
-         impl.find("simple") != std::string::npos;
+  return kernels::is_reference_impl(impl);
 }
 
 Context default_context() { return Context{initial_kernels(), 0}; }

@@ -47,7 +47,8 @@ bool reference_indices(const MaxPoolResult& fwd) {
 }
 
 #if EPOCH_WITH_ONEDNN
-// True when `indices` is a oneDNN max-pooling workspace for these sizes (C channels).
+// True when `indices` is the fast path's max-pooling workspace for these sizes (C channels):
+// oneDNN's, or epoch's NCHW kernel's window positions (cpu/pool_onednn.h chooses).
 bool onednn_workspace(const MaxPoolResult& fwd, const kernels::Pool2dDims& d, std::int64_t C) {
   return fwd.indices.defined() && fwd.indices.dtype() == DType::u8 && fwd.indices.is_contiguous() &&
          fwd.indices.numel() == cpu::onednn::max_pool2d_workspace_bytes(d, C);
@@ -135,8 +136,9 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
                                      : Tensor::empty(x.shape(), DType::f32, dev);
   dispatch("max_pool2d_backward", dev, {
     // On the CPU the forward's indices decide the kernel, whichever CPU kernels are selected
-    // now: i32 argmax positions go to the reference kernel, a oneDNN workspace to oneDNN, the
-    // blocked tiled kernel's workspace to that kernel.
+    // now: i32 argmax positions go to the reference kernel, a fast-path workspace to the fast
+    // path (oneDNN or epoch's NCHW kernel, as the forward chose), the blocked tiled kernel's
+    // workspace to that kernel.
     .cpu =
         [&] {
           if (fwd.channel_block != 0) {

@@ -246,7 +246,8 @@ void add_norm(std::vector<OpCase>& out) {
 
   // (N, C, H, W, size, alpha, beta, k): windows odd, even, 1 and wider than C; C below, at and
   // past 16 and multiples of it (oneDNN's channels-last backward is wrong for some: the op
-  // falls back to the reference there).
+  // runs epoch's NCHW kernel there, as wherever oneDNN has only reference code); cifar10-tf's
+  // layer; betas other than 0.75 (the NCHW kernel's vectorized power).
   struct LrnCase {
     Shape x;
     ops::LrnParams p;
@@ -266,7 +267,12 @@ void add_norm(std::vector<OpCase>& out) {
                                           {{3, 7, 5, 6}, {4, 0.5f, 0.75f, 2.0f}, -2, 2},
                                           {{3, 7, 5, 6}, {5, 0.5f, 0.75f, 2.0f}, -2, 2},
                                           {{3, 7, 5, 6}, {9, 0.5f, 0.75f, 2.0f}, -2, 2},
-                                          {{2, 3, 4, 4}, {7, 1.0f, 0.75f, 1.0f}, -1.5f, 1.5f}};
+                                          {{2, 3, 4, 4}, {7, 1.0f, 0.75f, 1.0f}, -1.5f, 1.5f},
+                                          {{4, 64, 12, 12}, {9, 1e-3f, 0.75f, 1.0f}, -2, 2},
+                                          {{2, 24, 5, 3}, {7, 0.5f, 0.75f, 2.0f}, -2, 2},
+                                          {{2, 13, 3, 5}, {3, 0.5f, 0.5f, 1.0f}, -2, 2},
+                                          {{1, 10, 7, 7}, {9, 1.0f, 1.0f, 2.0f}, -2, 2},
+                                          {{3, 9, 2, 9}, {5, 2.0f, 0.6f, 0.5f}, -2, 2}};
   for (const LrnCase& l : lrn_cases) {
     OpCase c;
     c.op = "lrn";
@@ -326,8 +332,8 @@ void add_pool(std::vector<OpCase>& out) {
     ops::Pool2dParams p;
   };
   std::vector<PoolCase> grid = {
-      // windows, strides, asymmetric paddings and odd sizes; 2x2/2 tiles (the hand-written
-      // oneDNN-path kernel), C of 16 and 32
+      // windows, strides, asymmetric paddings and odd sizes; 2x2/2 tiles (epoch's NCHW kernel
+      // on the fast path), C of 16 and 32
       {{3, 4, 8, 8}, pool(2, 2, 2, 2, 0, 0, 0, 0)},
       {{1, 3, 9, 7}, pool(2, 2, 2, 2, 0, 0, 0, 0)},
       {{2, 5, 9, 11}, pool(3, 3, 2, 2, 1, 1, 1, 1)},
@@ -345,7 +351,13 @@ void add_pool(std::vector<OpCase>& out) {
       // the CUDA test: plain, TensorFlow "same" 3x3/2 on an even size, overlapping 3x3/1
       {{2, 3, 10, 10}, pool(2, 2, 2, 2, 0, 0, 0, 0)},
       {{2, 3, 10, 10}, pool(3, 3, 2, 2, 0, 1, 0, 1)},
-      {{2, 3, 10, 10}, pool(3, 3, 1, 1, 1, 1, 1, 1)}};
+      {{2, 3, 10, 10}, pool(3, 3, 1, 1, 1, 1, 1, 1)},
+      // cifar10-tf's pools (TensorFlow "same" 3x3/2) and more windows epoch's NCHW kernel takes
+      // where oneDNN has only its simple code: odd windows, strides 3 and 1, padding
+      {{4, 64, 24, 24}, pool(3, 3, 2, 2, 0, 1, 0, 1)},
+      {{4, 64, 12, 12}, pool(3, 3, 2, 2, 0, 1, 0, 1)},
+      {{2, 5, 11, 13}, pool(5, 3, 3, 2, 2, 1, 1, 2)},
+      {{1, 3, 7, 9}, pool(2, 2, 1, 1, 0, 1, 1, 0)}};
   for (const PoolCase& g : grid) {
     out.push_back(max_pool_case(pool_name(g.x, g.p), g.p, [x = g.x](std::uint64_t seed) {
       return In{random_tensor(x, seed)};
