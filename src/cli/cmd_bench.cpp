@@ -1,12 +1,15 @@
 // `epoch bench`: how fast, and what holds it back. Compute only (synthetic in-memory inputs),
-// the input pipeline alone (--pipeline), or end to end on a dataset (--data) with the step
-// time broken down and a verdict; lists of batch sizes, workers and threads sweep every
-// combination (a table, or JSON); --compare pytorch runs the PyTorch reference alternately.
+// layer by layer (--layers), the input pipeline alone (--pipeline), or end to end on a dataset
+// (--data) with the step time broken down and a verdict; --peak measures the machine's fp32
+// matrix-multiply peak, against which the compute figures of the same run are then read;
+// lists of batch sizes, workers and threads sweep every combination (a table, or JSON);
+// --compare pytorch runs the PyTorch reference alternately.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -14,7 +17,10 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "epoch/bench/compute_bench.h"
+#include "epoch/bench/layer_bench.h"
+#include "epoch/bench/peak_bench.h"
 #include "epoch/bench/pipeline_bench.h"
+#include "epoch/ops/backend.h"
 #include "epoch/tensor/error.h"
 
 namespace epoch::cli {
@@ -38,6 +44,11 @@ struct BenchOptions {
   int repeats = 3;
   std::string reference_dir;
   bool json = false;
+  bool layers = false;
+  bool peak = false;
+  std::int64_t peak_size = 4096;
+  // Which flags were given (the defaults of --layers differ; --peak alone needs no model).
+  bool model_given = false, steps_given = false, warmup_given = false, peak_size_given = false;
 };
 
 double median(std::vector<double> v) {
@@ -92,11 +103,28 @@ json run_reference(const std::string& ref_dir, const std::string& script, const 
   return json::parse(last_json);
 }
 
-json compute_row(const BenchOptions& o, std::int64_t batch, int threads) {
+// Adds the measured peak to a row: "peak_gflops" and, for each GFLOP/s figure named, its
+// "<name>_percent_of_peak" (best product of the peak measurement as 100%).
+void add_peak(json& row, const json* peak, std::initializer_list<const char*> figures) {
+  if (peak == nullptr) return;
+  const double p = (*peak)["best_gflops"].get<double>();
+  row["peak_gflops"] = p;
+  for (const char* f : figures) {
+    const std::string name = f;
+    const std::string stem = name.substr(0, name.size() - std::string("_gflops").size());
+    row[stem + "_percent_of_peak"] = p > 0 ? 100.0 * row[name].get<double>() / p : 0.0;
+  }
+}
+
+json compute_row(const BenchOptions& o, std::int64_t batch, int threads, const json* peak) {
   bench::ComputeBenchConfig c = o.config;
   c.batch_size = batch;
   c.threads = threads;
-  if (o.compare.empty()) return bench::run_compute_bench(c).to_json();
+  if (o.compare.empty()) {
+    json row = bench::run_compute_bench(c).to_json();
+    add_peak(row, peak, {"train_gflops", "infer_gflops"});
+    return row;
+  }
   const std::string ref = find_reference_dir(o.reference_dir);
   const int t = threads > 0 ? threads : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   std::ostringstream args;
@@ -117,7 +145,40 @@ json compute_row(const BenchOptions& o, std::int64_t batch, int threads) {
   last["pytorch_train_images_per_s"] = median(theirs);
   last["ratio_vs_pytorch"] = median(ratios);
   last["repeats"] = o.repeats;
+  add_peak(last, peak, {"train_gflops", "infer_gflops"});
   return last;
+}
+
+json layers_row(const BenchOptions& o, std::int64_t batch, int threads, const json* peak) {
+  bench::LayerBenchConfig c;
+  c.model = o.config.model;
+  c.batch_size = batch;
+  c.threads = threads;
+  // --layers chooses its own counts unless given (see LayerBenchConfig): every layer is timed
+  // apart and then the whole step, so a heavy model (deep-cnn) still finishes in time.
+  c.warmup = o.warmup_given ? o.config.warmup : -1;
+  c.steps = o.steps_given ? o.config.steps : 0;
+  c.optimizer = o.config.optimizer;
+  c.reference_kernels = o.config.reference_kernels;
+  c.seed = o.config.seed;
+  json row = bench::run_layer_bench(c).to_json();
+  if (peak != nullptr) {
+    add_peak(row, peak, {"layers_gflops", "step_gflops"});
+    const double p = row["peak_gflops"].get<double>();
+    for (json& l : row["layers"]) {
+      const double ms = l["forward_ms"].get<double>() + l["backward_ms"].get<double>();
+      const double flops = l["forward_flops"].get<double>() + l["backward_flops"].get<double>();
+      l["percent_of_peak"] = p > 0 && ms > 0 ? 100.0 * flops / (ms / 1e3) / 1e9 / p : 0.0;
+    }
+  }
+  return row;
+}
+
+json peak_row(const BenchOptions& o, int threads) {
+  bench::PeakBenchConfig p;
+  p.threads = threads;
+  p.size = o.peak_size;
+  return bench::run_peak_bench(p).to_json();
 }
 
 json pipeline_row(const BenchOptions& o, std::int64_t batch, int workers) {
@@ -172,18 +233,111 @@ json end_to_end_row(const BenchOptions& o, std::int64_t batch, int threads, int 
 }
 
 void print_compute(const json& r) {
-  std::printf(
-      "%-13s batch %4lld  threads %d  train %9.1f img/s (%6.2f ms, %5.1f GFLOP/s)  "
-      "inference %9.1f img/s",
-      r["model"].get<std::string>().c_str(), r["batch_size"].get<long long>(),
-      r["threads"].get<int>(), r["train_images_per_s"].get<double>(),
-      r["train_step_ms_median"].get<double>(), r["train_gflops"].get<double>(),
-      r["infer_images_per_s"].get<double>());
+  std::printf("%-13s batch %4lld  threads %d  train %9.1f img/s (%6.2f ms, %5.1f GFLOP/s",
+              r["model"].get<std::string>().c_str(), r["batch_size"].get<long long>(),
+              r["threads"].get<int>(), r["train_images_per_s"].get<double>(),
+              r["train_step_ms_median"].get<double>(), r["train_gflops"].get<double>());
+  if (r.contains("peak_gflops"))
+    std::printf(", %.1f%% of peak", r["train_percent_of_peak"].get<double>());
+  std::printf(")  inference %9.1f img/s", r["infer_images_per_s"].get<double>());
+  if (r.contains("peak_gflops"))
+    std::printf(" (%.1f GFLOP/s, %.1f%% of peak)", r["infer_gflops"].get<double>(),
+                r["infer_percent_of_peak"].get<double>());
   if (r.contains("ratio_vs_pytorch"))
     std::printf("  | PyTorch %s %9.1f img/s  ratio %.2f",
                 r["torch_version"].get<std::string>().c_str(),
                 r["pytorch_train_images_per_s"].get<double>(), r["ratio_vs_pytorch"].get<double>());
   std::printf("\n");
+}
+
+void print_peak(const json& r) {
+  const long long n = r["size"].get<long long>();
+  std::printf(
+      "peak fp32 matmul %lldx%lldx%lld  threads %d  ISA %s (%s)  best %.1f GFLOP/s  median %.1f "
+      "GFLOP/s  (%d timed products, median %.2f ms)\n",
+      n, n, n, r["threads"].get<int>(), r["isa"].get<std::string>().c_str(),
+      r["impl"].get<std::string>().c_str(), r["best_gflops"].get<double>(),
+      r["median_gflops"].get<double>(), r["repeats"].get<int>(), r["median_ms"].get<double>());
+}
+
+// "a, b | c" from a layer row's forward and backward implementations; a reference one gets a
+// '*' (and `marked` is set).
+std::string impl_column(const json& row, bool& marked) {
+  const auto list = [&](const json& impls) {
+    std::string s;
+    for (const json& i : impls) {
+      const std::string name = i.get<std::string>();
+      const bool ref = ops::is_reference_impl(name);
+      marked = marked || ref;
+      s += (s.empty() ? "" : ", ") + name + (ref ? "*" : "");
+    }
+    return s;
+  };
+  const auto or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+  std::string out = or_dash(list(row["impls"]));
+  if (row["has_backward"].get<bool>()) out += " | " + or_dash(list(row["backward_impls"]));
+  return out;
+}
+
+void print_layers(const json& r) {
+  const bool peak = r.contains("peak_gflops");
+  std::printf(
+      "%s  batch %lld  threads %d  ISA %s  %s kernels  medians of %d steps (%d warm-up; "
+      "first step %.0f ms)",
+      r["model"].get<std::string>().c_str(), r["batch_size"].get<long long>(),
+      r["threads"].get<int>(), r["isa"].get<std::string>().c_str(),
+      r["kernels"].get<std::string>().c_str(), r["steps"].get<int>(),
+      std::max(1, r["warmup"].get<int>()), r["first_step_ms"].get<double>());
+  if (peak) std::printf("  peak %.1f GFLOP/s", r["peak_gflops"].get<double>());
+  std::printf("\n");
+  int name_w = 5, type_w = 4;
+  for (const json& l : r["layers"]) {
+    name_w = std::max(name_w, static_cast<int>(l["name"].get<std::string>().size()));
+    type_w = std::max(type_w, static_cast<int>(l["layer"].get<std::string>().size()));
+  }
+  const auto dash = [](double v, const char* fmt) {
+    char buf[32];
+    if (v <= 0) return std::string("-");
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return std::string(buf);
+  };
+  std::printf("%-*s  %-*s %9s %9s %6s %9s %9s %9s%s  %s\n", name_w, "layer", type_w, "type",
+              "fwd ms", "bwd ms", "share", "fwd GFLOP", "fwd GF/s", "bwd GF/s",
+              peak ? "  % peak" : "", "implementation (forward | backward)");
+  bool marked = false;
+  for (const json& l : r["layers"]) {
+    std::printf(
+        "%-*s  %-*s %9.3f %9s %5.1f%% %9s %9s %9s", name_w, l["name"].get<std::string>().c_str(),
+        type_w, l["layer"].get<std::string>().c_str(), l["forward_ms"].get<double>(),
+        l["has_backward"].get<bool>() ? dash(l["backward_ms"].get<double>(), "%.3f").c_str() : "-",
+        100.0 * l["share"].get<double>(),
+        dash(l["forward_flops"].get<double>() / 1e9, "%.3f").c_str(),
+        dash(l["forward_gflops"].get<double>(), "%.1f").c_str(),
+        dash(l["backward_gflops"].get<double>(), "%.1f").c_str());
+    if (peak) std::printf(" %7s", dash(l["percent_of_peak"].get<double>(), "%.1f%%").c_str());
+    std::printf("  %s\n", impl_column(l, marked).c_str());
+  }
+  std::printf("%-*s  %-*s %9.3f %9.3f %5.1f%% %9.3f %9s %9s", name_w, "total", type_w,
+              "(the layers above)", r["layers_forward_ms"].get<double>(),
+              r["layers_backward_ms"].get<double>(), 100.0, r["layers_flops"].get<double>() / 1e9,
+              "", "");
+  if (peak) std::printf(" %6.1f%%", r["layers_percent_of_peak"].get<double>());
+  std::printf("  %.1f GFLOP/s forward + backward\n", r["layers_gflops"].get<double>());
+  std::printf("%-*s  %-*s %9.3f %9.3f\n", name_w, "loss", type_w,
+              ("(" + r["loss_kind"].get<std::string>() + ")").c_str(),
+              r["loss_forward_ms"].get<double>(), r["loss_backward_ms"].get<double>());
+  std::printf(
+      "full step (train::Step::run, median): %.3f ms = forward and loss %.3f + backward %.3f + "
+      "optimizer %.3f; %.1f GFLOP/s",
+      r["step_ms"].get<double>(), r["step_forward_ms"].get<double>(),
+      r["step_backward_ms"].get<double>(), r["step_update_ms"].get<double>(),
+      r["step_gflops"].get<double>());
+  if (peak) std::printf(" (%.1f%% of peak)", r["step_percent_of_peak"].get<double>());
+  std::printf("; the layers alone sum to %.2f of it\n", r["layers_over_step"].get<double>());
+  std::printf(
+      "FLOPs: forward = multiply-adds x 2 of conv and dense layers; backward = forward x 2 (x 1 "
+      "where the input needs no gradient); share = of the layers' total%s\n",
+      marked ? "; * = a reference implementation" : "");
 }
 
 void print_pipeline(const json& r) {
@@ -223,6 +377,25 @@ void print_end_to_end(const json& r) {
   std::printf("  %s\n", r["verdict"].get<std::string>().c_str());
 }
 
+// Flag combinations --layers and --peak cannot take: one line naming the flags.
+void check_combinations(const BenchOptions& o) {
+  const bool cpu = o.config.device == "cpu";
+  if (o.layers && o.pipeline)
+    EPOCH_THROW(ConfigError,
+                "--layers times the model's layers, --pipeline the input pipeline: "
+                "choose one");
+  if (o.layers && !o.data.empty())
+    EPOCH_THROW(ConfigError, "--layers times compute only, on synthetic inputs: drop --data");
+  if (o.layers && !o.compare.empty())
+    EPOCH_THROW(ConfigError, "--layers has no PyTorch comparison: drop --compare");
+  if (o.layers && !cpu) EPOCH_THROW(ConfigError, "--layers times CPU layers only: drop --device");
+  if (o.peak && (o.pipeline || !o.data.empty()))
+    EPOCH_THROW(ConfigError, "--peak goes with compute-only runs: drop --data and --pipeline");
+  if (o.peak && !cpu)
+    EPOCH_THROW(ConfigError, "--peak measures the CPU's matrix-multiply peak: drop --device");
+  if (o.peak_size_given && !o.peak) EPOCH_THROW(ConfigError, "--peak-size needs --peak");
+}
+
 int run_bench(const BenchOptions& o) {
   if (!o.compare.empty() && o.compare != "pytorch")
     EPOCH_THROW(ConfigError, "--compare ", o.compare, ": only pytorch is known");
@@ -231,19 +404,39 @@ int run_bench(const BenchOptions& o) {
     EPOCH_THROW(ConfigError,
                 "--compare pytorch times compute only or --pipeline; drop --data "
                 "or add --pipeline");
+  check_combinations(o);
   json rows = json::array();
+  std::map<int, json> peaks;  // by the --threads value asked for
+  if (o.peak) {
+    for (int threads : o.threads) {
+      if (peaks.count(threads) != 0) continue;
+      json p = peak_row(o, threads);
+      if (!o.json) print_peak(p);
+      std::fflush(stdout);
+      rows.push_back(p);
+      peaks[threads] = p;
+    }
+    if (!o.model_given && !o.layers) {  // the peak alone
+      if (o.json) std::printf("%s\n", (rows.size() == 1 ? rows[0] : rows).dump().c_str());
+      return 0;
+    }
+  }
   for (std::int64_t batch : o.batch_sizes)
     for (int threads : o.threads)
       for (int workers : o.workers) {
         json r;
-        if (o.pipeline) {
+        const json* peak = o.peak ? &peaks.at(threads) : nullptr;
+        if (o.layers) {
+          r = layers_row(o, batch, threads, peak);
+          if (!o.json) print_layers(r);
+        } else if (o.pipeline) {
           r = pipeline_row(o, batch, workers);
           if (!o.json) print_pipeline(r);
         } else if (!o.data.empty()) {
           r = end_to_end_row(o, batch, threads, workers);
           if (!o.json) print_end_to_end(r);
         } else {
-          r = compute_row(o, batch, threads);
+          r = compute_row(o, batch, threads, peak);
           if (!o.json) print_compute(r);
         }
         std::fflush(stdout);
@@ -300,8 +493,22 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(positive());
   cmd->add_option("--reference-dir", o->reference_dir, "The repository's bench/reference");
-  cmd->add_flag("--json", o->json, "Print JSON (one object, or an array for a sweep)");
-  cmd->callback([o, &exit_code] {
+  cmd->add_flag("--layers", o->layers,
+                "Time each named layer's forward and backward, with the kernels that ran, "
+                "against one full step (10 steps after 2 warm-up, fewer for a slow model, "
+                "unless --steps (>= 3) / --warmup)");
+  cmd->add_flag("--peak", o->peak,
+                "Measure the fp32 matrix-multiply peak at --threads (with --model: figures also "
+                "as % of it)");
+  // Hidden (small sizes keep tests quick); run_peak_bench checks it, since CLI11 leaves a hidden
+  // option's name out of its own messages.
+  cmd->add_option("--peak-size", o->peak_size, "M = N = K of the peak's product")->group("");
+  cmd->add_flag("--json", o->json, "Print JSON (one object, or an array when several)");
+  cmd->callback([o, cmd, &exit_code] {
+    o->model_given = cmd->count("--model") > 0;
+    o->steps_given = cmd->count("--steps") > 0;
+    o->warmup_given = cmd->count("--warmup") > 0;
+    o->peak_size_given = cmd->count("--peak-size") > 0;
     check_list<std::int64_t>(o->batch_sizes, "--batch-size", 1);
     check_list<int>(o->threads, "--threads", 0);
     check_list<int>(o->workers, "--workers", -1);

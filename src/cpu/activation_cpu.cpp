@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 
+#include "kernels/impl_note.h"
+
 namespace epoch::cpu {
 
 void relu_forward(const float* x, float* y, std::int64_t n) {
@@ -49,6 +51,7 @@ inline float exp_nonpositive(float t_in) {
 }  // namespace
 
 void sigmoid_forward_fast(const float* x, float* y, std::int64_t n) {
+  kernels::note_impl("epoch:sigmoid_vexp");
 #pragma omp parallel for simd schedule(static) if (n > 32768)
   for (std::int64_t i = 0; i < n; ++i) {
     const float e = exp_nonpositive(-std::fabs(x[i]));

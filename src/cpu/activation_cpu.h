@@ -18,7 +18,8 @@ void relu_backward(const float* dy,  // (n)
 void sigmoid_forward(const float* x,  // (n)
                      float* y,        // (n) 1 / (1 + exp(-x))
                      std::int64_t n);
-/// The fast path's sigmoid: a vectorized exp (relative error < 2e-7 against sigmoid_forward).
+/// The fast path's sigmoid: a vectorized exp (relative error < 2e-7 against sigmoid_forward);
+/// a KernelTrace names it "epoch:sigmoid_vexp".
 void sigmoid_forward_fast(const float* x, float* y, std::int64_t n);
 void sigmoid_backward(const float* dy,  // (n)
                       const float* y,   // (n) the forward output

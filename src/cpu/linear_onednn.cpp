@@ -1,10 +1,12 @@
 // oneDNN matmul (see linear_onednn.h). Every product is one cached matmul primitive on the
 // caller's row-major buffers; transposes are expressed as strides, so nothing is copied. The
-// bias gradient is a column sum in a fixed order (the reference kernel).
+// bias gradient is a column sum in a fixed order (the reference kernel). Each call names the
+// implementation oneDNN chose (kernels::note_impl) for a KernelTrace.
 #include "cpu/linear_onednn.h"
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <unordered_map>
 
 #include "cpu/linear_cpu.h"
@@ -24,6 +26,7 @@ memory::desc matrix_md(std::int64_t rows, std::int64_t cols, bool transposed) {
 struct MatmulBundle {
   dnnl::matmul prim;
   memory::desc a, b, c, bias;
+  std::string impl;  // impl_name() of the primitive
 };
 
 // c (M, N) = op(a) op(b) [+ bias (1, N)] [+ c].
@@ -44,7 +47,9 @@ std::shared_ptr<const MatmulBundle> matmul_bundle(bool trans_a, bool trans_b, st
     if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     if (accumulate || relu) attr.set_post_ops(ops);
     dnnl::matmul::desc desc(m.a, m.b, m.bias, m.c);
-    m.prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine()));
+    const dnnl::matmul::primitive_desc pd(desc, attr, engine());
+    m.impl = impl_name(pd);
+    m.prim = dnnl::matmul(pd);
     return m;
   });
 }
@@ -53,6 +58,7 @@ void run(const MatmulBundle& m, const float* a, const float* b, const float* bia
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, wrap(m.a, a)}, {DNNL_ARG_WEIGHTS, wrap(m.b, b)}, {DNNL_ARG_DST, wrap(m.c, c)}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, wrap(m.bias, bias));
+  kernels::note_impl(m.impl);
   m.prim.execute(stream(), args);
   stream().wait();
 }
@@ -96,7 +102,10 @@ void linear_backward(const float* dy, const float* x, const float* w, float* dx,
   gemm(true, false, OUT, IN, N, dy, x, dw);
   // dx (N, IN) = dy (N, OUT) w (OUT, IN)
   if (dx != nullptr) gemm(false, false, N, IN, OUT, dy, w, dx);
-  if (db != nullptr) cpu::bias_add_backward(dy, db, N, OUT, 1);
+  if (db != nullptr) {
+    kernels::note_impl("epoch:bias_sum");
+    cpu::bias_add_backward(dy, db, N, OUT, 1);
+  }
 }
 
 }  // namespace epoch::cpu::onednn

@@ -9,6 +9,10 @@
 #include "epoch/tensor/error.h"
 #include "kernels/impl_note.h"
 
+#if EPOCH_WITH_ONEDNN
+#include "cpu/isa_onednn.h"
+#endif
+
 namespace epoch::ops {
 namespace {
 CpuKernels initial_kernels() {
@@ -48,6 +52,14 @@ ContextGuard::~ContextGuard() {
 void set_cpu_kernels(CpuKernels kernels) { t_kernels = kernels; }
 CpuKernels cpu_kernels() { return t_kernels; }
 bool onednn_available() { return EPOCH_WITH_ONEDNN != 0; }
+
+std::string onednn_cpu_isa() {
+#if EPOCH_WITH_ONEDNN
+  return cpu::onednn::effective_cpu_isa();
+#else
+  return "none";
+#endif
+}
 bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && t_kernels == CpuKernels::fast; }
 
 void set_num_threads(int threads) {

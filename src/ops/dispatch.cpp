@@ -20,8 +20,8 @@ void dispatch_traced(const char* op, Device d, const Kernels& k, KernelTrace& tr
         k.fast();
         impl = noted.empty() ? "epoch:fast" : std::move(noted);
       } else {
-        k.cpu();
-        impl = k.fast ? "reference" : "epoch:cpu";
+        k.cpu();  // a CPU kernel that picks its own implementation (max-pool backward) names it
+        impl = !noted.empty() ? std::move(noted) : k.fast ? "reference" : "epoch:cpu";
       }
       break;
     case DeviceType::cuda:

@@ -46,6 +46,9 @@ void set_cpu_kernels(CpuKernels kernels);
 CpuKernels cpu_kernels();
 /// True when oneDNN was compiled in (EPOCH_WITH_ONEDNN).
 bool onednn_available();
+/// The instruction set oneDNN's kernels dispatch to, by oneDNN's name ("avx512_core", "avx2";
+/// ONEDNN_MAX_CPU_ISA caps it, read by oneDNN at its first use), or "none" without oneDNN.
+std::string onednn_cpu_isa();
 /// True when the calling thread's fast path is selected and oneDNN is compiled in.
 bool use_onednn();
 

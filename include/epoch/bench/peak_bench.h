@@ -1,0 +1,33 @@
+// The machine's measured fp32 matrix-multiply peak: what the fast path's own matmul (oneDNN)
+// reaches on a large square product at a thread count, so that a model's GFLOP/s can be read
+// against the physical limit of the machine it was measured on (BENCHMARKING.md).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace epoch::bench {
+
+struct PeakBenchConfig {
+  int threads = 0;           // 0: every core
+  std::int64_t size = 4096;  // M = N = K of C = A B
+  int warmup = 2;            // untimed products first
+  int repeats = 10;          // timed products
+};
+
+struct PeakBenchResult {
+  PeakBenchConfig config;
+  int threads_used = 0;
+  std::string isa;   // the instruction set oneDNN dispatches to (after ONEDNN_MAX_CPU_ISA)
+  std::string impl;  // the implementation that ran, as a KernelTrace names it
+  double best_gflops = 0, median_gflops = 0;  // 2 size^3 / time
+  double best_ms = 0, median_ms = 0;
+  nlohmann::json to_json() const;
+};
+
+/// Times ops::matmul on (size, size) f32 matrices on the CPU fast path.
+/// requires: size >= 1, repeats >= 1, warmup >= 0 (ConfigError naming the flag otherwise).
+PeakBenchResult run_peak_bench(const PeakBenchConfig& config);
+
+}  // namespace epoch::bench
