@@ -21,9 +21,13 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
 
 # OpenMP threads follow the script's --threads (the scripts also call torch.set_num_threads).
-# OMP_WAIT_POLICY passes through from the caller: the default (spinning) is fastest on an idle
-# machine; when other jobs load the cores, PASSIVE avoids a 5-50x collapse at 2 threads.
-# Give epoch the same policy in a side-by-side run.
+# The OpenMP wait policy is epoch's (docs/ARCHITECTURE.md, Threads): a caller's OMP_WAIT_POLICY
+# or GOMP_SPINCOUNT passes through (epoch honours the same two), and when neither is set
+# PyTorch gets epoch's default spin count (src/cli/omp_wait.h; a test keeps the two equal).
+# PyTorch's libgomp reads it as epoch's does, so both sides of a comparison wait alike.
+if [ -z "${OMP_WAIT_POLICY+set}" ] && [ -z "${GOMP_SPINCOUNT+set}" ]; then
+  export GOMP_SPINCOUNT=10000
+fi
 threads=""
 prev=""
 for a in "$@"; do

@@ -3,12 +3,12 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/omp_wait.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
@@ -72,6 +72,7 @@ int run_info(bool json) {
          {"memory_gib", static_cast<double>(d.total_bytes) / (1u << 30)},
          {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
          {"multiprocessors", d.multiprocessors}});
+  const WaitPolicy wait = wait_policy_in_force();
   nlohmann::json j{
       {"version", EPOCH_VERSION},
       {"build",
@@ -83,7 +84,7 @@ int run_info(bool json) {
         {"features", features},
         {"logical_cores", omp_get_num_procs()}}},
       {"threads", ops::num_threads()},
-      {"omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : ""},
+      {"omp_wait", {{"setting", wait.setting}, {"source", wait.source}, {"note", wait.note}}},
       {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
       {"gpus", gpus}};
   if (json) {
@@ -97,9 +98,13 @@ int run_info(bool json) {
   for (const auto& f : features) feats += " " + f;
   std::printf("cpu:      %s (%d logical cores;%s)\n", cpu_model_name().c_str(), omp_get_num_procs(),
               feats.c_str());
-  const char* wait = std::getenv("OMP_WAIT_POLICY");
-  std::printf("threads:  %d (set with --threads or OMP_NUM_THREADS), OpenMP wait policy %s\n",
-              ops::num_threads(), wait != nullptr ? wait : "libgomp default (spin)");
+  std::printf("threads:  %d (set with --threads or OMP_NUM_THREADS)\n", ops::num_threads());
+  const char* whose = wait.source == "epoch"
+                          ? "epoch's default; OMP_WAIT_POLICY or GOMP_SPINCOUNT overrides it"
+                      : wait.source == "user" ? "set by the user"
+                                              : "libgomp's default";
+  std::printf("omp wait: %s (%s%s%s)\n", wait.setting.c_str(), whose, wait.note.empty() ? "" : "; ",
+              wait.note.c_str());
   std::printf("kernels:  %s\n", ops::use_onednn() ? "oneDNN fast path" : "reference");
   if (gpus.empty())
     std::printf("gpus:     none visible%s\n", EPOCH_WITH_CUDA ? "" : " (built without CUDA)");

@@ -1,5 +1,6 @@
-// Entry point of `epoch`: parses the command line and turns every error into one line on
-// stderr and a non-zero exit code (2: usage, 1: bad input or failure, 3: internal error).
+// Entry point of `epoch`: applies epoch's OpenMP wait policy (omp_wait.h), parses the command
+// line and turns every error into one line on stderr and a non-zero exit code (2: usage, 1: bad
+// input or failure, 3: internal error).
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/omp_wait.h"
 #include "epoch/tensor/error.h"
 #include "epoch/tensor/warnings.h"
 
@@ -27,6 +29,7 @@ bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
 }  // namespace epoch::cli
 
 int main(int argc, char** argv) {
+  epoch::cli::apply_default_wait_policy(argv);  // may re-execute the binary: before anything else
   CLI::App app{"epoch: train, evaluate and benchmark deep-learning models on CPU and GPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("epoch ") + EPOCH_VERSION);

@@ -21,10 +21,13 @@ struct CommandResult {
   std::string err;  // stderr
 };
 
-/// Runs `epoch ARGS` (a shell command line) with stderr captured in dir/stderr.txt.
-inline CommandResult run_epoch(const std::string& args, const TempDir& dir) {
+/// Runs `epoch ARGS` (a shell command line) with stderr captured in dir/stderr.txt; `env`, when
+/// given, are arguments of env(1) that change its environment ("-u NAME", "NAME=value").
+inline CommandResult run_epoch(const std::string& args, const TempDir& dir,
+                               const std::string& env = "") {
   const std::string err_file = dir / "stderr.txt";
-  const std::string cmd = std::string(EPOCH_TEST_BINARY) + " " + args + " 2>" + err_file;
+  const std::string cmd =
+      (env.empty() ? "" : "env " + env + " ") + EPOCH_TEST_BINARY + " " + args + " 2>" + err_file;
   CommandResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
