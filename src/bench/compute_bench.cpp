@@ -46,6 +46,7 @@ nlohmann::json ComputeBenchResult::to_json() const {
           {"device", config.device},
           {"threads", threads_used},
           {"kernels", config.reference_kernels ? "reference" : "fast"},
+          {"conv_algorithm", ops::conv_algorithm_name(config.conv_algorithm)},
           {"optimizer", config.optimizer},
           {"warmup", config.warmup},
           {"steps", config.steps},
@@ -64,7 +65,8 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   if (c.steps < 10) EPOCH_THROW(ConfigError, "--steps must be at least 10 (a median needs them)");
   if (c.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
   const ops::ContextGuard context(ops::Context{
-      c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast, c.threads});
+      c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast, c.threads,
+      c.conv_algorithm});
   std::shared_ptr<models::Model> model = models::build_model(c.model);
   nn::initialize(*model, c.seed);
   const Device device = parse_device(c.device);

@@ -149,6 +149,7 @@ json LayerBenchResult::to_json() const {
           {"batch_size", config.batch_size},
           {"threads", threads_used},
           {"kernels", config.reference_kernels ? "reference" : "fast"},
+          {"conv_algorithm", ops::conv_algorithm_name(config.conv_algorithm)},
           {"isa", isa},
           {"warmup", warmup_used},
           {"steps", steps_used},
@@ -181,7 +182,8 @@ LayerBenchResult run_layer_bench(const LayerBenchConfig& c) {
     EPOCH_THROW(ConfigError, "--steps must be at least 3 with --layers");
   if (c.warmup < -1) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
   const ops::ContextGuard context(ops::Context{
-      c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast, c.threads});
+      c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast, c.threads,
+      c.conv_algorithm});
   std::shared_ptr<models::Model> model = models::build_model(c.model);
   const auto* stack = dynamic_cast<const models::LayerStack*>(model.get());
   if (stack == nullptr)

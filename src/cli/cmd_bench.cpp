@@ -160,6 +160,7 @@ json layers_row(const BenchOptions& o, std::int64_t batch, int threads, const js
   c.steps = o.steps_given ? o.config.steps : 0;
   c.optimizer = o.config.optimizer;
   c.reference_kernels = o.config.reference_kernels;
+  c.conv_algorithm = o.config.conv_algorithm;
   c.seed = o.config.seed;
   json row = bench::run_layer_bench(c).to_json();
   if (peak != nullptr) {
@@ -490,6 +491,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--optimizer", c.optimizer, "Optimizer of the training step")
       ->capture_default_str();
   cmd->add_flag("--reference-kernels", c.reference_kernels, "Time the plain reference kernels");
+  cmd->add_option_function<std::string>(
+         "--conv-algo",
+         [&c](const std::string& s) { c.conv_algorithm = ops::parse_conv_algorithm(s); },
+         "Convolution algorithms: auto (Winograd where it is faster) or direct")
+      ->check(CLI::IsMember({"auto", "direct"}))
+      ->default_str("auto");
   cmd->add_option("--compare", o->compare, "pytorch: run the PyTorch reference alternately");
   cmd->add_option("--repeats", o->repeats, "Alternating pairs for --compare")
       ->capture_default_str()

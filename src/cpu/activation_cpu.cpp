@@ -3,9 +3,9 @@
 #include "cpu/activation_cpu.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
+#include "cpu/vector_exp.h"
 #include "kernels/impl_note.h"
 
 namespace epoch::cpu {
@@ -38,15 +38,8 @@ inline float exp_nonpositive(float t_in) {
   const float t = std::max(t_in, -87.0f);
   const float k = std::floor(t * 1.44269504088896341f + 0.5f);
   const float r = (t - k * 0.693359375f) - k * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = p * r * r + r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(k) + 127) << 23;
-  return t_in < -87.0f ? 0.0f : e * std::bit_cast<float>(bits);
+  const float e = exp_reduced(r);
+  return t_in < -87.0f ? 0.0f : e * pow2_int(static_cast<std::int32_t>(k));
 }
 }  // namespace
 

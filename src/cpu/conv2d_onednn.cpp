@@ -25,10 +25,15 @@ using BwdWeights = dnnl::convolution_backward_weights;
 
 struct ConvGeometry {
   memory::dims src, wei, bias, dst, strides, dilates, pad_l, pad_r;
+  dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct;
 };
 
-ConvGeometry geometry(const Conv2dDims& d) {
+ConvGeometry geometry(const Conv2dDims& d, ConvAlgo algo) {
   ConvGeometry g;
+  // convolution_auto: oneDNN takes its Winograd kernel where it has one for this CPU and
+  // these sizes (and judges it faster), direct convolution otherwise.
+  if (algo == ConvAlgo::automatic && conv2d_winograd_eligible(d))
+    g.algorithm = dnnl::algorithm::convolution_auto;
   g.src = {d.N, d.C, d.H, d.W};
   if (d.groups == 1)
     g.wei = {d.OC, d.C, d.KH, d.KW};
@@ -60,7 +65,7 @@ Fwd::primitive_desc forward_pd(const ConvGeometry& g, bool has_bias, bool any,
   }
   Fwd::desc desc(
       epilogue.inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
-      dnnl::algorithm::convolution_direct, md_for(g.src, any), md_for(g.wei, any), bias_md,
+      g.algorithm, md_for(g.src, any), md_for(g.wei, any), bias_md,
       md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
   return Fwd::primitive_desc(desc, attr, engine());
 }
@@ -100,7 +105,7 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
   const Fwd::primitive_desc hint = forward_pd(g, has_bias, any);
   BackwardBundle b;
   if (need_dx) {
-    BwdData::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any), md_for(g.wei, any),
+    BwdData::desc desc(g.algorithm, md_for(g.src, any), md_for(g.wei, any),
                        md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
     BwdData::primitive_desc pd(desc, engine(), hint);
     b.has_data = true;
@@ -111,7 +116,7 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
     b.dx_out = Relayout(pd.diff_src_desc(), nchw_md(g.src, blocks.x));
   }
   const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
-  BwdWeights::desc desc(dnnl::algorithm::convolution_direct, md_for(g.src, any), md_for(g.wei, any),
+  BwdWeights::desc desc(g.algorithm, md_for(g.src, any), md_for(g.wei, any),
                         bias_md, md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
   BwdWeights::primitive_desc pd(desc, engine(), hint);
   b.weights_prim = BwdWeights(pd);
@@ -124,8 +129,9 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
 }
 
 Key conv_key(const char* op, const Conv2dDims& d, bool any, bool flag_a, bool flag_b,
-             ConvBlocks blocks) {
+             ConvBlocks blocks, ConvAlgo algo) {
   Key k(op);
+  k.add({algo == ConvAlgo::automatic && conv2d_winograd_eligible(d)});
   k.add({d.N,          d.C,      d.H,        d.W,        d.OC,    d.KH,     d.KW,
          d.OH,         d.OW,     d.stride_h, d.stride_w, d.pad_h, d.pad_w,  d.dilation_h,
          d.dilation_w, d.groups, any,        flag_a,     flag_b,  blocks.x, blocks.y});
@@ -156,8 +162,18 @@ ConvLayout conv2d_chosen_layout(const Conv2dDims& d) {
   return pointwise ? ConvLayout::plain : ConvLayout::blocked;
 }
 
+// Measured with epoch bench --layers and --model (2 threads, AVX-512, batch 32 and 64;
+// docs/BENCHMARKS.md N): oneDNN's Winograd F(4x4, 3x3) beats its direct kernels on every 3x3
+// unit-stride layer of the zoo with 16 or more input channels (32 to 64 channels, 4x4 to 64x64
+// images; deep-cnn's training step 2x), and runs 4-5x slower on first layers with 1 or 3
+// channels, where the transforms cost more than the multiplications they save.
+bool conv2d_winograd_eligible(const Conv2dDims& d) {
+  return d.KH == 3 && d.KW == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 &&
+         d.dilation_w == 1 && d.groups == 1 && d.C >= 16;
+}
+
 std::int64_t conv2d_forward_output_block(const Conv2dDims& d, bool has_bias, std::int64_t x_block,
-                                         ConvLayout layout) {
+                                         ConvLayout layout, ConvAlgo algo) {
   if (empty(d)) return 0;
   return guarded("conv2d_forward (oneDNN)", [&]() -> std::int64_t {
     const SerialIfSmall serial(macs(d));
@@ -167,8 +183,8 @@ std::int64_t conv2d_forward_output_block(const Conv2dDims& d, bool has_bias, std
       std::int64_t block;
     };
     auto c =
-        cached<Choice>(conv_key("conv2d_fwd_block", d, any, has_bias, false, {x_block, 0}), [&] {
-          const ConvGeometry g = geometry(d);
+        cached<Choice>(conv_key("conv2d_fwd_block", d, any, has_bias, false, {x_block, 0}, algo), [&] {
+          const ConvGeometry g = geometry(d, algo);
           return Choice{channel_block_of(forward_pd(g, has_bias, any).dst_desc())};
         });
     return c->block;
@@ -176,16 +192,16 @@ std::int64_t conv2d_forward_output_block(const Conv2dDims& d, bool has_bias, std
 }
 
 void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const float* b, float* y,
-                    ConvLayout layout, ConvBlocks blocks, ConvEpilogue epilogue) {
+                    ConvLayout layout, ConvBlocks blocks, ConvEpilogue epilogue, ConvAlgo algo) {
   if (empty(d)) return;
   guarded("conv2d_forward (oneDNN)", [&] {
     const SerialIfSmall serial(macs(d));
     const bool any = use_blocked(d, layout);
     const bool has_bias = b != nullptr;
-    Key key = conv_key("conv2d_fwd", d, any, has_bias, false, blocks);
+    Key key = conv_key("conv2d_fwd", d, any, has_bias, false, blocks, algo);
     key.add({epilogue.relu, epilogue.inference});
     auto f = cached<ForwardBundle>(
-        key, [&] { return make_forward(geometry(d), has_bias, any, blocks, epilogue); });
+        key, [&] { return make_forward(geometry(d, algo), has_bias, any, blocks, epilogue); });
     CallScratch scratch;
     memory xm = input(f->x_in, x, scratch);
     memory wm = input(f->w_in, w, scratch);
@@ -201,7 +217,8 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
 }
 
 void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const float* w,
-                     float* dx, float* dw, float* db, ConvLayout layout, ConvBlocks blocks) {
+                     float* dx, float* dw, float* db, ConvLayout layout, ConvBlocks blocks,
+                     ConvAlgo algo) {
   if (empty(d)) {
     std::fill(dw, dw + d.OC * (d.C / std::max<std::int64_t>(d.groups, 1)) * d.KH * d.KW, 0.0f);
     if (db != nullptr) std::fill(db, db + d.OC, 0.0f);
@@ -213,8 +230,8 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
     const bool any = use_blocked(d, layout);
     const bool need_dx = dx != nullptr, has_bias = db != nullptr;
     auto bw = cached<BackwardBundle>(
-        conv_key("conv2d_bwd", d, any, need_dx, has_bias, blocks),
-        [&] { return make_backward(geometry(d), need_dx, has_bias, any, blocks); });
+        conv_key("conv2d_bwd", d, any, need_dx, has_bias, blocks, algo),
+        [&] { return make_backward(geometry(d, algo), need_dx, has_bias, any, blocks); });
     CallScratch scratch;
     // Weights first: dy reordered for it may be reused by the data pass.
     memory dy_w = input(bw->dy_wei, dy, scratch);

@@ -28,11 +28,17 @@ struct ConvEpilogue {
   bool inference = false;
 };
 
+/// Which algorithms a call may run: `direct` convolution only, or `automatic`: Winograd too
+/// where epoch measured it faster (see conv2d_onednn.cpp) and oneDNN has it for this CPU, as
+/// ops::ConvAlgorithm.
+enum class ConvAlgo { direct, automatic };
+
 /// The channel block of the layout the forward primitive writes y in (0 when that layout is
 /// not plain nChw8c/nChw16c): a caller that takes a blocked y asks for it, so y needs no reorder.
 std::int64_t conv2d_forward_output_block(const kernels::Conv2dDims& d, bool has_bias,
                                          std::int64_t x_block,
-                                         ConvLayout layout = ConvLayout::automatic);
+                                         ConvLayout layout = ConvLayout::automatic,
+                                         ConvAlgo algo = ConvAlgo::direct);
 
 /// y = conv(x, w) + b, as cpu::conv2d_forward.
 void conv2d_forward(const kernels::Conv2dDims& d,
@@ -41,7 +47,7 @@ void conv2d_forward(const kernels::Conv2dDims& d,
                     const float* b,  // (OC) or null
                     float* y,        // (N, OC, OH, OW)
                     ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {},
-                    ConvEpilogue epilogue = {});
+                    ConvEpilogue epilogue = {}, ConvAlgo algo = ConvAlgo::direct);
 
 /// Gradients of conv2d_forward, as cpu::conv2d_backward; overwrites dx, dw, db (dx, db may be
 /// null when not wanted).
@@ -52,9 +58,14 @@ void conv2d_backward(const kernels::Conv2dDims& d,
                      float* dx,        // (N, C, H, W) or null
                      float* dw,        // (OC, C/groups, KH, KW)
                      float* db,        // (OC) or null
-                     ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {});
+                     ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {},
+                     ConvAlgo algo = ConvAlgo::direct);
 
 /// The layout `automatic` resolves to for these sizes (plain or blocked).
 ConvLayout conv2d_chosen_layout(const kernels::Conv2dDims& d);
+
+/// True when ConvAlgo::automatic lets oneDNN choose Winograd for these sizes (it still runs
+/// direct convolution where it has no Winograd kernel for the CPU: below AVX-512).
+bool conv2d_winograd_eligible(const kernels::Conv2dDims& d);
 
 }  // namespace epoch::cpu::onednn

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/vector_exp.h"
 #include "kernels/impl_note.h"
 
 namespace epoch::cpu::nchw {
@@ -62,17 +63,9 @@ inline float pow_neg_normal(float s, float beta, int& bad) {
   const float u = lo - beta * log2m;
   const float kf = std::floor(hi + u + 0.5f);
   const float z = ((hi - kf) + u) * 0.693147180559945309f;  // r ln 2, |r| <= 1/2
-  float q = 1.9875691500e-4f;
-  q = q * z + 1.3981999507e-3f;
-  q = q * z + 8.3334519073e-3f;
-  q = q * z + 4.1665795894e-2f;
-  q = q * z + 1.6666665459e-1f;
-  q = q * z + 5.0000001201e-1f;
-  const float two_r = q * z * z + z + 1.0f;
   const std::int32_t ki = static_cast<std::int32_t>(kf);
   bad |= static_cast<int>(ki < -126 || ki > 127);
-  const std::int32_t scale = (std::clamp(ki, -126, 127) + 127) << 23;
-  return two_r * std::bit_cast<float>(scale);
+  return exp_reduced(z) * pow2_int(std::clamp(ki, -126, 127));
 }
 
 // p = s^-beta elementwise.

@@ -21,8 +21,9 @@ CpuKernels initial_kernels() {
                                                               : CpuKernels::fast;
 }
 // The thread count lives in OpenMP's own per-thread setting (nthreads-var), which oneDNN
-// reads too; only the kernel choice needs a variable of its own.
+// reads too; only the kernel and algorithm choices need variables of their own.
 thread_local CpuKernels t_kernels = initial_kernels();
+thread_local ConvAlgorithm t_conv = ConvAlgorithm::automatic;
 thread_local KernelTrace* t_trace = nullptr;
 }  // namespace
 
@@ -36,21 +37,35 @@ bool is_reference_impl(const std::string& impl) {
   return kernels::is_reference_impl(impl);
 }
 
-Context default_context() { return Context{initial_kernels(), 0}; }
-Context current_context() { return Context{t_kernels, omp_get_max_threads()}; }
+Context default_context() { return Context{initial_kernels(), 0, ConvAlgorithm::automatic}; }
+Context current_context() { return Context{t_kernels, omp_get_max_threads(), t_conv}; }
 
 ContextGuard::ContextGuard(const Context& context) : previous_(current_context()) {
   set_num_threads(context.threads);
   t_kernels = context.kernels;
+  t_conv = context.conv;
 }
 
 ContextGuard::~ContextGuard() {
   t_kernels = previous_.kernels;
+  t_conv = previous_.conv;
   omp_set_num_threads(previous_.threads);
 }
 
 void set_cpu_kernels(CpuKernels kernels) { t_kernels = kernels; }
 CpuKernels cpu_kernels() { return t_kernels; }
+const char* conv_algorithm_name(ConvAlgorithm a) {
+  return a == ConvAlgorithm::automatic ? "auto" : "direct";
+}
+
+ConvAlgorithm parse_conv_algorithm(const std::string& s) {
+  if (s == "auto") return ConvAlgorithm::automatic;
+  if (s == "direct") return ConvAlgorithm::direct;
+  EPOCH_THROW(ConfigError, "unknown convolution algorithm '", s, "' (valid: auto, direct)");
+}
+
+void set_conv_algorithm(ConvAlgorithm algorithm) { t_conv = algorithm; }
+ConvAlgorithm conv_algorithm() { return t_conv; }
 bool onednn_available() { return EPOCH_WITH_ONEDNN != 0; }
 
 std::string onednn_cpu_isa() {

@@ -2,6 +2,8 @@
 // cpu/conv2d_cpu.h; a oneDNN path is chosen first on the CPU when use_onednn()).
 #include "epoch/ops/conv2d.h"
 
+#include "epoch/ops/backend.h"
+
 #include "cpu/activation_cpu.h"
 #include "cpu/conv2d_cpu.h"
 #include "kernels/args.h"
@@ -46,6 +48,14 @@ kernels::Conv2dDims conv_dims(const char* op, const Tensor& x, const Tensor& w, 
   return d;
 }
 
+#if EPOCH_WITH_ONEDNN
+// The calling thread's choice (ops::conv_algorithm) in the oneDNN path's terms.
+cpu::onednn::ConvAlgo onednn_conv_algo() {
+  return conv_algorithm() == ConvAlgorithm::automatic ? cpu::onednn::ConvAlgo::automatic
+                                                      : cpu::onednn::ConvAlgo::direct;
+}
+#endif
+
 }  // namespace
 
 std::int64_t conv_out_size(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad,
@@ -86,15 +96,18 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {
+          const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
           const std::int64_t xb = x.channel_block();
           const std::int64_t yb =
-              p.blocked_output ? cpu::onednn::conv2d_forward_output_block(d, bp != nullptr, xb) : 0;
+              p.blocked_output ? cpu::onednn::conv2d_forward_output_block(
+                                     d, bp != nullptr, xb, cpu::onednn::ConvLayout::automatic, algo)
+                               : 0;
           const Tensor xc = xb != 0 ? x : x.contiguous();
           y = yb != 0 ? Tensor::empty_blocked(y_shape, yb)
                       : Tensor::empty(y_shape, DType::f32, dev);
           cpu::onednn::conv2d_forward(d, activation_f32(xc), wc.f32(), bp, activation_f32(y),
                                       cpu::onednn::ConvLayout::automatic, {xb, yb},
-                                      {.relu = p.relu, .inference = p.inference});
+                                      {.relu = p.relu, .inference = p.inference}, algo);
         },
 #endif
 #if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
@@ -138,6 +151,7 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {
+          const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
           const std::int64_t xb = x.channel_block(), yb = dy.channel_block();
           const Tensor xc = xb != 0 ? x : x.contiguous();
           const Tensor dyc = yb != 0 ? dy : dy.contiguous();
@@ -146,7 +160,7 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
                            : Tensor::empty(x.shape(), DType::f32, dev);
           cpu::onednn::conv2d_backward(d, activation_f32(dyc), activation_f32(xc), wc.f32(),
                                        need_dx ? activation_f32(g.dx) : nullptr, g.dw.f32(), db,
-                                       cpu::onednn::ConvLayout::automatic, {xb, yb});
+                                       cpu::onednn::ConvLayout::automatic, {xb, yb}, algo);
         },
 #endif
 #if EPOCH_WITH_CUDNN

@@ -408,6 +408,17 @@ const std::vector<ConfigField>& config_fields() {
        },
        .choices = {"fast", "reproducible", "strict"},
        .show_default = true},
+      {.key = "conv_algorithm",
+       .flag = "--conv-algo",
+       .help = "Convolution algorithms: auto (Winograd where it is faster) or direct",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{
+             [&c] { return std::string(ops::conv_algorithm_name(c.run.conv_algorithm)); },
+             [&c](const std::string& s) { c.run.conv_algorithm = ops::parse_conv_algorithm(s); }};
+       },
+       .choices = {"auto", "direct"},
+       .resume_may_change = true,
+       .show_default = true},
       {.key = "eval_batch_size",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.run.eval_batch_size; },
        .bounds = Bounds::non_negative(),

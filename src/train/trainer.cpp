@@ -362,7 +362,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   // This call's kernels and threads, for this thread only and restored on return.
   const ops::ContextGuard context(ops::Context{
       c.run.determinism == Determinism::strict ? ops::CpuKernels::reference : ops::CpuKernels::fast,
-      c.run.threads});
+      c.run.threads, c.run.conv_algorithm});
 
   // Model, data, step (optimizer and schedule), restored when resuming.
   Run run(c, warnings);

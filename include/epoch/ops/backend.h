@@ -11,15 +11,29 @@ namespace epoch::ops {
 
 enum class CpuKernels { fast, reference };
 
+/// Which algorithms the fast path's convolutions may use. `automatic`: Winograd (F(4x4, 3x3),
+/// oneDNN's, on CPUs where oneDNN has it: AVX-512) for 3x3 unit-stride convolutions with at
+/// least 16 input channels, where it measured faster (docs/BENCHMARKS.md N), and direct
+/// convolution elsewhere. Winograd rounds differently: up to about 1e-5 relative from the
+/// reference kernels, where direct convolution is within about 5e-6 (tests/cpu/
+/// conv_algorithm_test.cpp). `direct`: direct convolution only. Either is deterministic for the same CPU and
+/// thread count; the reference kernels ignore it.
+enum class ConvAlgorithm { automatic, direct };
+/// "auto" or "direct" (flags, JSON); parse throws ConfigError naming the valid words.
+const char* conv_algorithm_name(ConvAlgorithm a);
+ConvAlgorithm parse_conv_algorithm(const std::string& s);
+
 /// The most CPU threads epoch runs: beyond it GNU OpenMP fails to start its pool (a crash or
 /// a hang at tens of thousands).
 inline constexpr int kMaxThreads = 1024;
 
 /// How the calling thread's CPU ops run. A thread starts with the process default: the fast
-/// kernels (reference when EPOCH_CPU_KERNELS=reference) and every core.
+/// kernels (reference when EPOCH_CPU_KERNELS=reference), every core and automatic
+/// convolution algorithms.
 struct Context {
   CpuKernels kernels = CpuKernels::fast;
   int threads = 0;  // OpenMP and oneDNN threads of this thread's ops; 0: every core
+  ConvAlgorithm conv = ConvAlgorithm::automatic;
 };
 
 /// The process default (see Context): what a new thread starts with.
@@ -44,6 +58,9 @@ class ContextGuard {
 /// Selects the calling thread's CPU kernels from now on.
 void set_cpu_kernels(CpuKernels kernels);
 CpuKernels cpu_kernels();
+/// Selects the calling thread's convolution algorithms from now on.
+void set_conv_algorithm(ConvAlgorithm algorithm);
+ConvAlgorithm conv_algorithm();
 /// True when oneDNN was compiled in (EPOCH_WITH_ONEDNN).
 bool onednn_available();
 /// The instruction set oneDNN's kernels dispatch to, by oneDNN's name ("avx512_core", "avx2";

@@ -11,6 +11,7 @@
 
 #include "epoch/data/augment.h"
 #include "epoch/data/loader.h"
+#include "epoch/ops/backend.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/optim/schedule.h"
 #include "epoch/tensor/safetensors.h"
@@ -65,6 +66,8 @@ struct RunConfig {
   int threads = 0;             // 0: every core
   std::uint64_t seed = 0;
   Determinism determinism = Determinism::reproducible;
+  /// The fast path's convolution algorithms (ops::ConvAlgorithm): auto or direct.
+  ops::ConvAlgorithm conv_algorithm = ops::ConvAlgorithm::automatic;
   /// Samples per evaluation batch; 0: auto_eval_batch_size (training_data.h).
   std::int64_t eval_batch_size = 0;
   std::int64_t log_every = 50;  // steps between metrics.jsonl step records
