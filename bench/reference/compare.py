@@ -68,7 +68,7 @@ def run_one(flavour, model, args):
     result.update({"flavour": flavour, "load_before": round(load_before, 2),
                    "load_after": round(os.getloadavg()[0], 2),
                    "run_s": round(time.time() - t0, 1),
-                   # Both unset: run_torch.sh gives PyTorch epoch's default spin count.
+                   # Both unset: PyTorch waits with libgomp's default.
                    "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
                    "gomp_spincount": os.environ.get("GOMP_SPINCOUNT", ""),
                    "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")})

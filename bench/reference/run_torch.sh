@@ -21,12 +21,14 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
 
 # OpenMP threads follow the script's --threads (the scripts also call torch.set_num_threads).
-# The OpenMP wait policy is epoch's (docs/ARCHITECTURE.md, Threads): a caller's OMP_WAIT_POLICY
-# or GOMP_SPINCOUNT passes through (epoch honours the same two), and when neither is set
-# PyTorch gets epoch's default spin count (src/cli/omp_wait.h; a test keeps the two equal).
-# PyTorch's libgomp reads it as epoch's does, so both sides of a comparison wait alike.
-if [ -z "${OMP_WAIT_POLICY+set}" ] && [ -z "${GOMP_SPINCOUNT+set}" ]; then
-  export GOMP_SPINCOUNT=10000
+# The OpenMP wait policy: a caller's OMP_WAIT_POLICY or GOMP_SPINCOUNT passes through (epoch
+# honours the same two); when neither is set PyTorch runs with its own default, libgomp's
+# (epoch's binary sets a bounded spin count of its own: docs/ARCHITECTURE.md, Threads). Run by
+# epoch (bench --compare pytorch), the script inherits epoch's setting, marked by
+# EPOCH_OMP_DEFAULT holding the same count: that one is removed.
+if [ -z "${OMP_WAIT_POLICY+set}" ] && [ -n "${EPOCH_OMP_DEFAULT+set}" ] &&
+   [ "${GOMP_SPINCOUNT-}" = "$EPOCH_OMP_DEFAULT" ]; then
+  unset GOMP_SPINCOUNT EPOCH_OMP_DEFAULT
 fi
 threads=""
 prev=""

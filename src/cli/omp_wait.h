@@ -8,8 +8,7 @@
 namespace epoch::cli {
 
 /// GOMP_SPINCOUNT of epoch's default, used when the user sets neither OMP_WAIT_POLICY nor
-/// GOMP_SPINCOUNT (measured: docs/BENCHMARKS.md, M). bench/reference/run_torch.sh gives
-/// PyTorch the same value (a test checks).
+/// GOMP_SPINCOUNT (measured: docs/BENCHMARKS.md, M).
 inline constexpr const char* kDefaultSpinCount = "10000";
 
 /// Set, with GOMP_SPINCOUNT, in the environment of the re-executed process, to the spin count

@@ -140,6 +140,22 @@ TEST(BenchCli, BadCombinationsEndInOneLine) {
   expect_one_line_error(run_epoch("bench --peak --device cuda", dir), 1, "--device");
   expect_one_line_error(run_epoch("bench --peak-size 64", dir), 1, "--peak-size");
   expect_one_line_error(run_epoch("bench --peak --peak-size 0", dir), 1, "--peak-size");
+  expect_one_line_error(run_epoch("bench --conv-algo winograd", dir), 2, "--conv-algo");
+}
+
+TEST(BenchCli, TheConvolutionAlgorithmIsRecorded) {
+  testing::TempDir dir;
+  for (const std::string algo : {"auto", "direct"}) {
+    const CommandResult j = run_epoch(
+        "bench --model fmnist-cnn --batch-size 4 --threads 1 --warmup 0 --steps 10 --json "
+        "--conv-algo " + algo,
+        dir);
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    EXPECT_EQ(json::parse(j.out)["conv_algorithm"], algo);
+    const CommandResult l = run_epoch(kQuickLayers + " --json --conv-algo " + algo, dir);
+    ASSERT_EQ(l.exit_code, 0) << l.err;
+    EXPECT_EQ(json::parse(l.out)["conv_algorithm"], algo);
+  }
 }
 
 }  // namespace

@@ -68,6 +68,8 @@ TEST(Cli, BadConfigurationIsOneLine) {
                         1, dir / "none");
   expect_one_line_error(run_epoch("train --determinism sloppy --out " + (dir / "r"), dir), 1,
                         "sloppy");
+  expect_one_line_error(run_epoch("train --conv-algo winograd --out " + (dir / "r"), dir), 1,
+                        "winograd");
 }
 
 TEST(Cli, CorruptDatasetIsOneLineNamingTheFile) {

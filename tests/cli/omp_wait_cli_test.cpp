@@ -4,9 +4,7 @@
 // process image started with: one block per image on stderr.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -110,15 +108,6 @@ TEST(OmpWait, ArgumentsOutputAndExitCodesSurviveTheReExecution) {
   // The arguments reach the re-executed image as given: one with spaces stays one.
   testing::expect_one_line_error(run_epoch("eval 'no such file.safetensors'", dir, kClean), 1,
                                  "no such file.safetensors");
-}
-
-TEST(OmpWait, ThePyTorchReferenceGetsTheSameSpinCount) {
-  std::ifstream in(std::string(EPOCH_SOURCE_DIR) + "/bench/reference/run_torch.sh");
-  ASSERT_TRUE(in.good());
-  std::stringstream script;
-  script << in.rdbuf();
-  EXPECT_NE(script.str().find(std::string("GOMP_SPINCOUNT=") + cli::kDefaultSpinCount),
-            std::string::npos);
 }
 
 }  // namespace

@@ -150,6 +150,7 @@ TEST(ConfigFields, BadStoredValuesAreRefusedNamingTheKey) {
 TEST(ConfigFields, ResumeMayChangeComesFromTheTable) {
   EXPECT_TRUE(resume_may_change("epochs"));
   EXPECT_TRUE(resume_may_change("threads"));
+  EXPECT_TRUE(resume_may_change("conv_algorithm"));
   EXPECT_FALSE(resume_may_change("optimizer.lr"));
   EXPECT_FALSE(resume_may_change("seed"));
 }
