@@ -86,6 +86,8 @@ int run_info(bool json) {
       {"threads", ops::num_threads()},
       {"omp_wait", {{"setting", wait.setting}, {"source", wait.source}, {"note", wait.note}}},
       {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
+      {"onednn_isa", ops::onednn_cpu_isa()},
+      {"winograd", ops::onednn_has_winograd()},
       {"gpus", gpus}};
   if (json) {
     std::printf("%s\n", j.dump().c_str());
@@ -105,7 +107,12 @@ int run_info(bool json) {
                                               : "libgomp's default";
   std::printf("omp wait: %s (%s%s%s)\n", wait.setting.c_str(), whose, wait.note.empty() ? "" : "; ",
               wait.note.c_str());
-  std::printf("kernels:  %s\n", ops::use_onednn() ? "oneDNN fast path" : "reference");
+  if (ops::use_onednn())
+    std::printf("kernels:  oneDNN fast path, ISA %s, %s\n", ops::onednn_cpu_isa().c_str(),
+                ops::onednn_has_winograd() ? "Winograd convolutions (--conv-algo auto)"
+                                           : "no Winograd convolutions for this ISA");
+  else
+    std::printf("kernels:  reference\n");
   if (gpus.empty())
     std::printf("gpus:     none visible%s\n", EPOCH_WITH_CUDA ? "" : " (built without CUDA)");
   for (const auto& g : gpus)

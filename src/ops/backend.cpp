@@ -75,6 +75,8 @@ std::string onednn_cpu_isa() {
   return "none";
 #endif
 }
+
+bool onednn_has_winograd() { return onednn_cpu_isa().rfind("avx512_core", 0) == 0; }
 bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && t_kernels == CpuKernels::fast; }
 
 void set_num_threads(int threads) {

@@ -166,7 +166,18 @@ TEST(Cli, ModelsInfoAndBench) {
   EXPECT_EQ(nlohmann::json::parse(m.out).size(), 7u);
   const CommandResult i = run_epoch("info --json", dir);
   ASSERT_EQ(i.exit_code, 0) << i.err;
-  EXPECT_TRUE(nlohmann::json::parse(i.out).contains("gpus"));
+  const nlohmann::json info = nlohmann::json::parse(i.out);
+  EXPECT_TRUE(info.contains("gpus"));
+  // Winograd exactly where oneDNN dispatches to AVX-512, as a capped ISA shows.
+  if (info["onednn_isa"] != "none") {
+    EXPECT_EQ(info["winograd"].get<bool>(),
+              info["onednn_isa"].get<std::string>().rfind("avx512_core", 0) == 0);
+    const CommandResult capped = run_epoch("info --json", dir, "ONEDNN_MAX_CPU_ISA=AVX2");
+    ASSERT_EQ(capped.exit_code, 0) << capped.err;
+    const nlohmann::json c = nlohmann::json::parse(capped.out);
+    EXPECT_EQ(c["onednn_isa"], "avx2");
+    EXPECT_FALSE(c["winograd"].get<bool>());
+  }
   const CommandResult b =
       run_epoch("bench --model autoencoder --batch-size 16 --warmup 1 --steps 10 --json", dir);
   ASSERT_EQ(b.exit_code, 0) << b.err;

@@ -17,7 +17,7 @@ enum class CpuKernels { fast, reference };
 /// convolution elsewhere. Winograd rounds differently: up to about 1e-5 relative from the
 /// reference kernels, where direct convolution is within about 5e-6 (tests/cpu/
 /// conv_algorithm_test.cpp). `direct`: direct convolution only. Either is deterministic for the same CPU and
-/// thread count; the reference kernels ignore it.
+/// thread count; the reference kernels and cuDNN, which picks its own algorithms, ignore it.
 enum class ConvAlgorithm { automatic, direct };
 /// "auto" or "direct" (flags, JSON); parse throws ConfigError naming the valid words.
 const char* conv_algorithm_name(ConvAlgorithm a);
@@ -66,6 +66,9 @@ bool onednn_available();
 /// The instruction set oneDNN's kernels dispatch to, by oneDNN's name ("avx512_core", "avx2";
 /// ONEDNN_MAX_CPU_ISA caps it, read by oneDNN at its first use), or "none" without oneDNN.
 std::string onednn_cpu_isa();
+/// True when oneDNN has Winograd convolution kernels for the ISA it dispatches to (avx512_core
+/// and above in oneDNN 2.6), i.e. when ConvAlgorithm::automatic can run them.
+bool onednn_has_winograd();
 /// True when the calling thread's fast path is selected and oneDNN is compiled in.
 bool use_onednn();
 
