@@ -65,8 +65,8 @@ Fwd::primitive_desc forward_pd(const ConvGeometry& g, bool has_bias, bool any,
   }
   Fwd::desc desc(
       epilogue.inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
-      g.algorithm, md_for(g.src, any), md_for(g.wei, any), bias_md,
-      md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
+      g.algorithm, md_for(g.src, any), md_for(g.wei, any), bias_md, md_for(g.dst, any), g.strides,
+      g.dilates, g.pad_l, g.pad_r);
   return Fwd::primitive_desc(desc, attr, engine());
 }
 
@@ -105,8 +105,8 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
   const Fwd::primitive_desc hint = forward_pd(g, has_bias, any);
   BackwardBundle b;
   if (need_dx) {
-    BwdData::desc desc(g.algorithm, md_for(g.src, any), md_for(g.wei, any),
-                       md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
+    BwdData::desc desc(g.algorithm, md_for(g.src, any), md_for(g.wei, any), md_for(g.dst, any),
+                       g.strides, g.dilates, g.pad_l, g.pad_r);
     BwdData::primitive_desc pd(desc, engine(), hint);
     b.has_data = true;
     b.data_prim = BwdData(pd);
@@ -116,8 +116,8 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
     b.dx_out = Relayout(pd.diff_src_desc(), nchw_md(g.src, blocks.x));
   }
   const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
-  BwdWeights::desc desc(g.algorithm, md_for(g.src, any), md_for(g.wei, any),
-                        bias_md, md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
+  BwdWeights::desc desc(g.algorithm, md_for(g.src, any), md_for(g.wei, any), bias_md,
+                        md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
   BwdWeights::primitive_desc pd(desc, engine(), hint);
   b.weights_prim = BwdWeights(pd);
   b.weights_impl = impl_name(pd);
@@ -182,8 +182,8 @@ std::int64_t conv2d_forward_output_block(const Conv2dDims& d, bool has_bias, std
     struct Choice {
       std::int64_t block;
     };
-    auto c =
-        cached<Choice>(conv_key("conv2d_fwd_block", d, any, has_bias, false, {x_block, 0}, algo), [&] {
+    auto c = cached<Choice>(
+        conv_key("conv2d_fwd_block", d, any, has_bias, false, {x_block, 0}, algo), [&] {
           const ConvGeometry g = geometry(d, algo);
           return Choice{channel_block_of(forward_pd(g, has_bias, any).dst_desc())};
         });

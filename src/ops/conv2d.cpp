@@ -2,10 +2,9 @@
 // cpu/conv2d_cpu.h; a oneDNN path is chosen first on the CPU when use_onednn()).
 #include "epoch/ops/conv2d.h"
 
-#include "epoch/ops/backend.h"
-
 #include "cpu/activation_cpu.h"
 #include "cpu/conv2d_cpu.h"
+#include "epoch/ops/backend.h"
 #include "kernels/args.h"
 #include "ops/dispatch.h"
 

@@ -146,13 +146,12 @@ TEST(BenchCli, BadCombinationsEndInOneLine) {
 TEST(BenchCli, TheConvolutionAlgorithmIsRecorded) {
   testing::TempDir dir;
   for (const std::string algo : {"auto", "direct"}) {
+    const std::string flags = " --json --conv-algo " + algo;
     const CommandResult j = run_epoch(
-        "bench --model fmnist-cnn --batch-size 4 --threads 1 --warmup 0 --steps 10 --json "
-        "--conv-algo " + algo,
-        dir);
+        "bench --model fmnist-cnn --batch-size 4 --threads 1 --warmup 0 --steps 10" + flags, dir);
     ASSERT_EQ(j.exit_code, 0) << j.err;
     EXPECT_EQ(json::parse(j.out)["conv_algorithm"], algo);
-    const CommandResult l = run_epoch(kQuickLayers + " --json --conv-algo " + algo, dir);
+    const CommandResult l = run_epoch(kQuickLayers + flags, dir);
     ASSERT_EQ(l.exit_code, 0) << l.err;
     EXPECT_EQ(json::parse(l.out)["conv_algorithm"], algo);
   }

@@ -15,9 +15,10 @@ enum class CpuKernels { fast, reference };
 /// oneDNN's, on CPUs where oneDNN has it: AVX-512) for 3x3 unit-stride convolutions with at
 /// least 16 input channels, where it measured faster (docs/BENCHMARKS.md N), and direct
 /// convolution elsewhere. Winograd rounds differently: up to about 1e-5 relative from the
-/// reference kernels, where direct convolution is within about 5e-6 (tests/cpu/
-/// conv_algorithm_test.cpp). `direct`: direct convolution only. Either is deterministic for the same CPU and
-/// thread count; the reference kernels and cuDNN, which picks its own algorithms, ignore it.
+/// reference kernels, where direct convolution is within about 5e-6
+/// (tests/cpu/conv_algorithm_test.cpp). `direct`: direct convolution only. Either is
+/// deterministic for the same CPU and thread count; the reference kernels and cuDNN, which
+/// picks its own algorithms, ignore it.
 enum class ConvAlgorithm { automatic, direct };
 /// "auto" or "direct" (flags, JSON); parse throws ConfigError naming the valid words.
 const char* conv_algorithm_name(ConvAlgorithm a);
