@@ -10,6 +10,9 @@
 
 #if EPOCH_WITH_ONEDNN
 #include "cpu/conv2d_onednn.h"
+#include "cpu/conv2d_winograd.h"
+#include "cpu/layout_onednn.h"
+#include "kernels/impl_note.h"
 #endif
 #if EPOCH_WITH_CUDNN
 #include "cuda/activation_cuda.h"
@@ -53,6 +56,25 @@ cpu::onednn::ConvAlgo onednn_conv_algo() {
   return conv_algorithm() == ConvAlgorithm::automatic ? cpu::onednn::ConvAlgo::automatic
                                                       : cpu::onednn::ConvAlgo::direct;
 }
+
+// epoch's own Winograd kernels (cpu/conv2d_winograd.h) take the layers that `automatic` gives
+// to Winograd where oneDNN has no Winograd kernel for the CPU it dispatches to (below AVX-512).
+bool own_winograd(const kernels::Conv2dDims& d) {
+  return conv_algorithm() == ConvAlgorithm::automatic && !onednn_has_winograd() &&
+         cpu::onednn::conv2d_winograd_eligible(d) && cpu::conv2d_winograd_supported(d);
+}
+
+// t with channel block `block` (0: row-major): t itself when it has it, else a reordered copy.
+Tensor with_block(const Tensor& t, std::int64_t block) {
+  if (t.channel_block() == block) return block == 0 ? t.contiguous() : t;
+  const Tensor src = t.is_blocked() ? t : t.contiguous();
+  Tensor out = block != 0 ? Tensor::empty_blocked(t.shape(), block)
+                          : Tensor::empty(t.shape(), DType::f32, t.device());
+  cpu::onednn::reorder_channel_block({t.size(0), t.size(1), t.size(2), t.size(3)},
+                                     activation_f32(src), t.channel_block(), activation_f32(out),
+                                     block);
+  return out;
+}
 #endif
 
 }  // namespace
@@ -95,6 +117,15 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {
+          if (own_winograd(d)) {  // in the 8-channel blocked layout it takes
+            const Tensor x8 = with_block(x, 8);
+            const Tensor y8 = Tensor::empty_blocked(y_shape, 8);
+            kernels::note_impl(cpu::kWinogradImpl);
+            cpu::conv2d_winograd_forward(d, activation_f32(x8), wc.f32(), bp, activation_f32(y8),
+                                         p.relu);
+            y = p.blocked_output ? y8 : with_block(y8, 0);
+            return;
+          }
           const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
           const std::int64_t xb = x.channel_block();
           const std::int64_t yb =
@@ -150,6 +181,15 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {
+          if (own_winograd(d)) {  // dx comes back in x's layout, as below
+            const Tensor x8 = with_block(x, 8), dy8 = with_block(dy, 8);
+            const Tensor dx8 = need_dx ? Tensor::empty_blocked(x.shape(), 8) : Tensor();
+            kernels::note_impl(cpu::kWinogradImpl);
+            cpu::conv2d_winograd_backward(d, activation_f32(dy8), activation_f32(x8), wc.f32(),
+                                          need_dx ? activation_f32(dx8) : nullptr, g.dw.f32(), db);
+            if (need_dx) g.dx = with_block(dx8, x.channel_block());
+            return;
+          }
           const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
           const std::int64_t xb = x.channel_block(), yb = dy.channel_block();
           const Tensor xc = xb != 0 ? x : x.contiguous();

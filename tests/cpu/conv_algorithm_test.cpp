@@ -1,6 +1,7 @@
-// The fast path's convolution algorithms (ops::ConvAlgorithm): `automatic` runs oneDNN's
-// Winograd kernel on the 3x3 unit-stride layers with 16 or more input channels where the CPU
-// has one (AVX-512) and direct convolution elsewhere; `direct` never runs Winograd. Either
+// The fast path's convolution algorithms (ops::ConvAlgorithm): `automatic` runs a Winograd
+// kernel on the 3x3 unit-stride layers with 16 or more input channels (oneDNN's on AVX-512,
+// epoch's own below it: cpu_tests_avx2 runs this file under oneDNN's AVX2 dispatch) and direct
+// convolution elsewhere; `direct` never runs Winograd. Either
 // matches the reference kernels (Winograd to a looser tolerance: it rounds differently) and
 // gives the same bits run after run.
 #include <gtest/gtest.h>
@@ -15,9 +16,9 @@
 namespace epoch {
 namespace {
 
-// Where oneDNN runs Winograd under `automatic` on an AVX-512 CPU: never (not eligible),
-// always (oneDNN's own heuristic takes it for these sizes), or as oneDNN decides (eligible, but
-// oneDNN 2.6 keeps small batches and images on its direct kernels).
+// Where Winograd runs under `automatic`: never (not eligible), always, or as oneDNN decides on
+// an AVX-512 CPU (eligible, but oneDNN 2.6 keeps small batches and images on its direct
+// kernels; below AVX-512 epoch's own kernels take every eligible layer).
 enum class Winograd { never, always, maybe };
 
 struct Case {
@@ -66,8 +67,10 @@ ops::Context fast(ops::ConvAlgorithm a) { return {ops::CpuKernels::fast, 2, a}; 
 
 bool has_winograd(const std::string& impls) { return impls.find("wino") != std::string::npos; }
 
-// oneDNN has f32 Winograd kernels for AVX-512 only; the `always` cases check that this says so.
-bool cpu_has_winograd() { return ops::onednn_has_winograd(); }
+// oneDNN has f32 Winograd kernels for AVX-512 only; below it epoch runs its own.
+bool own_winograd(const std::string& impls) {
+  return impls.find("epoch_winograd") != std::string::npos;
+}
 
 void expect_same_bits(const Tensor& a, const Tensor& b, const char* what) {
   const std::vector<float> va = a.to_vector(), vb = b.to_vector();
@@ -86,10 +89,18 @@ TEST_P(ConvAlgorithmTest, AutomaticRunsWinogradOnlyWhereEligibleAndMatchesTheRef
   const Case& c = GetParam();
   const Result ref = run(c, {ops::CpuKernels::reference, 2, ops::ConvAlgorithm::automatic});
   const Result r = run(c, fast(ops::ConvAlgorithm::automatic));
-  if (c.winograd == Winograd::never || !cpu_has_winograd())
+  if (c.winograd == Winograd::never) {
     EXPECT_FALSE(has_winograd(r.impls)) << r.impls;
-  if (c.winograd == Winograd::always && cpu_has_winograd())
+  }
+  if (c.winograd == Winograd::always) {
     EXPECT_TRUE(has_winograd(r.impls)) << r.impls;
+  }
+  // epoch's own kernels run exactly where oneDNN has none, on every eligible layer.
+  if (ops::onednn_has_winograd()) {
+    EXPECT_FALSE(own_winograd(r.impls)) << r.impls;
+  } else if (c.winograd != Winograd::never) {
+    EXPECT_TRUE(own_winograd(r.impls)) << r.impls;
+  }
   // Winograd F(4x4, 3x3) rounds differently from direct summation: on these cases it was up
   // to 1.3e-5 from the reference (values up to about 5), direct convolution up to 7e-6; the
   // tolerances leave more than 10x of that.
