@@ -1,6 +1,8 @@
 // Tiled max pooling on channel-blocked activations (see pool_blocked.h).
 #include "cpu/pool_blocked.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -48,31 +50,38 @@ int forward_row(const Pool2dDims& d, const float* rows, float* y, std::uint8_t* 
   return nan_seen;
 }
 
-// 2x2 windows, the common case, written so that GCC vectorizes the lanes: plain comparisons
-// (a NaN after the first position would lose), and a row whose window sums are not finite (a
-// NaN, or infinities) is redone by the NaN-aware forward_row.
+// 2x2 windows, the common case, eight lanes per AVX2 vector: plain comparisons (a NaN after the
+// first position would lose), and a row whose window sums are not finite (a NaN, or infinities)
+// is redone by the NaN-aware forward_row.
 template <int B>
 int forward_row_2x2(const Pool2dDims& d, const float* rows, float* y, std::uint8_t* ws) {
   const std::int64_t row = d.W * B, OW = d.OW;
+  const __m256i one = _mm256_set1_epi32(1), two = _mm256_set1_epi32(2);
+  const __m256i three = _mm256_set1_epi32(3);
   int unusual = 0;
   for (std::int64_t ow = 0; ow < OW; ++ow) {
-    const float* p0 = rows + ow * 2 * B;
-    const float* p1 = p0 + B;
-    const float* p2 = p0 + row;
-    const float* p3 = p2 + B;
-    float* yo = y + ow * B;
-    std::uint8_t* wo = ws + ow * B;
-    for (int c = 0; c < B; ++c) {
-      const float a = p0[c], b = p1[c], e = p2[c], f = p3[c];
-      float m = a;
-      int at = 0;
-      if (b > m) m = b, at = 1;
-      if (e > m) m = e, at = 2;
-      if (f > m) m = f, at = 3;
-      const float s = (a + b) + (e + f);
-      unusual |= static_cast<int>(s != s);
-      yo[c] = m;
-      wo[c] = static_cast<std::uint8_t>(at);
+    for (int h = 0; h < B; h += 8) {
+      const float* p0 = rows + ow * 2 * B + h;
+      const __m256 a = _mm256_loadu_ps(p0), b = _mm256_loadu_ps(p0 + B);
+      const __m256 e = _mm256_loadu_ps(p0 + row), f = _mm256_loadu_ps(p0 + row + B);
+      __m256 m = a;
+      __m256i at = _mm256_setzero_si256();
+      const auto take = [&](__m256 v, __m256i pos) {
+        const __m256 wins = _mm256_cmp_ps(v, m, _CMP_GT_OQ);
+        m = _mm256_blendv_ps(m, v, wins);
+        at = _mm256_blendv_epi8(at, pos, _mm256_castps_si256(wins));
+      };
+      take(b, one);
+      take(e, two);
+      take(f, three);
+      const __m256 sum = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(e, f));
+      unusual |= _mm256_movemask_ps(_mm256_cmp_ps(sum, sum, _CMP_UNORD_Q));
+      _mm256_storeu_ps(y + ow * B + h, m);
+      // eight 32-bit positions -> eight bytes
+      const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(at),
+                                             _mm256_extracti128_si256(at, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(ws + ow * B + h),
+                       _mm_packus_epi16(words, words));
     }
   }
   return unusual;
