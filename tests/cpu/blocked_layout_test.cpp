@@ -117,7 +117,7 @@ TEST(BlockedOps, TiledMaxPoolEqualsRowMajorWithTiesAndNaN) {
   p[50] = std::numeric_limits<float>::quiet_NaN();
   p[130] = std::numeric_limits<float>::infinity();  // sums that are not finite: rows redone
   p[200] = -std::numeric_limits<float>::infinity();
-  p[300] = p[309] = 9.0f;  // a tie between the second and the fourth position
+  p[309] = p[317] = 9.0f;  // a tie between the second and the fourth position of a window
   const Tensor dy = testing::random_tensor({2, 16, 3, 4}, 6);
   ops::Pool2dParams pp;
   pp.kernel_h = pp.kernel_w = pp.stride_h = pp.stride_w = 2;
