@@ -87,7 +87,7 @@ int run_info(bool json) {
       {"omp_wait", {{"setting", wait.setting}, {"source", wait.source}, {"note", wait.note}}},
       {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
       {"onednn_isa", ops::onednn_cpu_isa()},
-      {"winograd", ops::onednn_has_winograd()},
+      {"winograd", ops::onednn_has_winograd() ? "onednn" : "epoch"},  // whose kernels
       {"gpus", gpus}};
   if (json) {
     std::printf("%s\n", j.dump().c_str());
@@ -109,8 +109,9 @@ int run_info(bool json) {
               wait.note.c_str());
   if (ops::use_onednn())
     std::printf("kernels:  oneDNN fast path, ISA %s, %s\n", ops::onednn_cpu_isa().c_str(),
-                ops::onednn_has_winograd() ? "Winograd convolutions (--conv-algo auto)"
-                                           : "no Winograd convolutions for this ISA");
+                ops::onednn_has_winograd()
+                    ? "Winograd convolutions by oneDNN (--conv-algo auto)"
+                    : "Winograd convolutions by epoch's AVX2 kernels (--conv-algo auto)");
   else
     std::printf("kernels:  reference\n");
   if (gpus.empty())
