@@ -118,8 +118,10 @@ void add_conv2d(std::vector<OpCase>& out) {
     c.forward_tol = kConvFwd;
     c.backward_tol = kConvGrad;
     c.output_tol = {{"dx", kConvDx}, {"db", kConvDb}, {"first_layer_db", kConvDb}};
-    // oneDNN's convolutions stay within rtol 1e-4 of the reference; cuDNN's need 1e-3.
-    c.backend_tol = {{"onednn", {1e-4f, 1e-4f}},
+    // oneDNN's convolutions stay within rtol 1e-4 of the reference; cuDNN's need 1e-3. Winograd
+    // (epoch's own below AVX-512, on the cases with 32 input channels) rounds differently: up to
+    // 1.2e-4 from the reference on y and dx here, values up to about 20.
+    c.backend_tol = {{"onednn", {4e-4f, 1e-4f}},
                      {"onednn/dw", {2e-4f, 1e-4f}},
                      {"onednn/db", {2e-4f, 1e-4f}},
                      {"onednn/first_layer_dw", {2e-4f, 1e-4f}},
