@@ -64,9 +64,9 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   if (c.batch_size < 1) EPOCH_THROW(ConfigError, "--batch-size must be at least 1");
   if (c.steps < 10) EPOCH_THROW(ConfigError, "--steps must be at least 10 (a median needs them)");
   if (c.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
-  const ops::ContextGuard context(ops::Context{
-      c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast, c.threads,
-      c.conv_algorithm});
+  const ops::ContextGuard context(
+      ops::Context{c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast,
+                   c.threads, c.conv_algorithm});
   std::shared_ptr<models::Model> model = models::build_model(c.model);
   nn::initialize(*model, c.seed);
   const Device device = parse_device(c.device);

@@ -145,8 +145,8 @@ inline void input_tile(const float* plane, i64 rows, i64 cols, i64 i0, i64 j0, f
 
 // y = A^T M A (+ bias, then ReLU) of one tile, M's position p at m[p * stride], written to the
 // 4x4 pixels of `plane` ((rows, cols, 8)) from (i0, j0) that lie inside it.
-inline void output_tile(const float* m, i64 stride, __m256 bias, bool relu, float* plane,
-                        i64 rows, i64 cols, i64 i0, i64 j0) {
+inline void output_tile(const float* m, i64 stride, __m256 bias, bool relu, float* plane, i64 rows,
+                        i64 cols, i64 i0, i64 j0) {
   __m256 t[4][6];
 #pragma GCC unroll 6
   for (int j = 0; j < 6; ++j) {
@@ -202,8 +202,8 @@ inline void gradient_tile(const float* plane, i64 rows, i64 cols, i64 i0, i64 j0
 // c[r][0 .. 8 NV) (+)= sum over p < depth of a(r, p) * b[p][0 .. 8 NV), for R rows; a(r, p) is
 // a[r * a_row + p * a_depth].
 template <int R, int NV, bool kAccumulate>
-inline void micro_kernel(const float* a, i64 a_row, i64 a_depth, const float* b, i64 ldb,
-                         float* c, i64 ldc, i64 depth) {
+inline void micro_kernel(const float* a, i64 a_row, i64 a_depth, const float* b, i64 ldb, float* c,
+                         i64 ldc, i64 depth) {
   // Fully unrolled over r and j, so that GCC keeps acc in registers.
   __m256 acc[R][NV];
 #pragma GCC unroll 8
@@ -238,12 +238,23 @@ void rows_of(i64 rows, const float* a, i64 a_row, i64 a_depth, const float* b, i
   const float* ar = a + r * a_row;
   float* cr = c + r * ldc;
   switch (rows - r) {
-    case 5: micro_kernel<5, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth); break;
-    case 4: micro_kernel<4, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth); break;
-    case 3: micro_kernel<3, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth); break;
-    case 2: micro_kernel<2, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth); break;
-    case 1: micro_kernel<1, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth); break;
-    default: break;
+    case 5:
+      micro_kernel<5, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth);
+      break;
+    case 4:
+      micro_kernel<4, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth);
+      break;
+    case 3:
+      micro_kernel<3, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth);
+      break;
+    case 2:
+      micro_kernel<2, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth);
+      break;
+    case 1:
+      micro_kernel<1, NV, kAccumulate>(ar, a_row, a_depth, b, ldb, cr, ldc, depth);
+      break;
+    default:
+      break;
   }
 }
 

@@ -78,10 +78,9 @@ int forward_row_2x2(const Pool2dDims& d, const float* rows, float* y, std::uint8
       unusual |= _mm256_movemask_ps(_mm256_cmp_ps(sum, sum, _CMP_UNORD_Q));
       _mm256_storeu_ps(y + ow * B + h, m);
       // eight 32-bit positions -> eight bytes
-      const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(at),
-                                             _mm256_extracti128_si256(at, 1));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(ws + ow * B + h),
-                       _mm_packus_epi16(words, words));
+      const __m128i words =
+          _mm_packus_epi32(_mm256_castsi256_si128(at), _mm256_extracti128_si256(at, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(ws + ow * B + h), _mm_packus_epi16(words, words));
     }
   }
   return unusual;

@@ -171,9 +171,9 @@ TEST(Cli, ModelsInfoAndBench) {
   // oneDNN's Winograd exactly where it dispatches to AVX-512, epoch's own below it, as a
   // capped ISA shows.
   if (info["onednn_isa"] != "none") {
-    EXPECT_EQ(info["winograd"].get<std::string>(),
-              info["onednn_isa"].get<std::string>().rfind("avx512_core", 0) == 0 ? "onednn"
-                                                                                 : "epoch");
+    EXPECT_EQ(
+        info["winograd"].get<std::string>(),
+        info["onednn_isa"].get<std::string>().rfind("avx512_core", 0) == 0 ? "onednn" : "epoch");
     const CommandResult capped = run_epoch("info --json", dir, "ONEDNN_MAX_CPU_ISA=AVX2");
     ASSERT_EQ(capped.exit_code, 0) << capped.err;
     const nlohmann::json c = nlohmann::json::parse(capped.out);

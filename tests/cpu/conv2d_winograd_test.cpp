@@ -3,6 +3,8 @@
 // reach each edge of the code (partial tiles, padding 0, 1 and 2, unequal padding, 8-channel
 // output tails, input channels that are not a multiple of the micro-kernel's 6 rows, a tile
 // block split across threads); and the same bits call after call.
+#include "cpu/conv2d_winograd.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "cpu/conv2d_cpu.h"
-#include "cpu/conv2d_winograd.h"
 
 namespace epoch {
 namespace {
@@ -89,9 +90,8 @@ struct Inputs {
 };
 
 Inputs inputs_for(const kernels::Conv2dDims& d) {
-  return {random_values(d.N * d.C * d.H * d.W, 1, 1.0f),
-          random_values(d.OC * d.C * 9, 2, 0.2f), random_values(d.OC, 3, 0.5f),
-          random_values(d.N * d.OC * d.OH * d.OW, 4, 1.0f)};
+  return {random_values(d.N * d.C * d.H * d.W, 1, 1.0f), random_values(d.OC * d.C * 9, 2, 0.2f),
+          random_values(d.OC, 3, 0.5f), random_values(d.N * d.OC * d.OH * d.OW, 4, 1.0f)};
 }
 
 struct Outputs {
