@@ -46,7 +46,10 @@ train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c
   // default warm-up; the flags given then apply on top.
   if (given("--optimizer") && f.optimizer.kind != c.optimizer.kind) {
     c.optimizer = optim::optimizer_defaults(f.optimizer.kind);
-    c.optimizer.lr = f.optimizer.kind == optim::OptimizerKind::sgd ? 0.01f : 2e-3f;
+    if (f.optimizer.kind == optim::OptimizerKind::sgd)
+      c.optimizer.lr = 0.01f;
+    else if (f.optimizer.kind != optim::OptimizerKind::lars)  // lars keeps its own 0.1
+      c.optimizer.lr = 2e-3f;
   }
   if (given("--schedule") && !given("--warmup-steps")) c.schedule.warmup_steps = -1;
   // Augmentation: the recipe's (or none), then each augmentation flag given.

@@ -2,7 +2,9 @@
 // the inner loop has no branches and vectorizes; OpenMP splits large parameters by element.
 #include "cpu/optim_cpu.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace epoch::cpu {
 namespace {
@@ -103,6 +105,46 @@ void rmsprop_step(float* p, const float* g, float* sq, float* ga, float* buf, st
     rmsprop_loop<false, true>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
   else
     rmsprop_loop<false, false>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+}
+
+void lars_step(float* p, const float* g, float* v, std::int64_t n, float scaled_lr, float momentum,
+               float weight_decay) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelThreshold)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float b = momentum * v[i] + scaled_lr * (g[i] + weight_decay * p[i]);
+    v[i] = b;
+    p[i] -= b;
+  }
+}
+
+void lamb_direction(const float* p, const float* g, float* m, float* v, float* r, std::int64_t n,
+                    float beta1, float beta2, float eps, float weight_decay, float bias1,
+                    float sqrt_bias2) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelThreshold)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float d = g[i];
+    const float mi = beta1 * m[i] + (1.0f - beta1) * d;
+    const float vi = beta2 * v[i] + (1.0f - beta2) * (d * d);
+    m[i] = mi;
+    v[i] = vi;
+    r[i] = (mi / bias1) / (std::sqrt(vi) / sqrt_bias2 + eps) + weight_decay * p[i];
+  }
+}
+
+double squared_norm(const float* x, std::int64_t n) {
+  constexpr std::int64_t kBlock = 4096;
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(static_cast<std::size_t>(blocks), 0.0);
+#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    double s = 0.0;
+    const std::int64_t end = std::min(n, (b + 1) * kBlock);
+    for (std::int64_t i = b * kBlock; i < end; ++i) s += static_cast<double>(x[i]) * x[i];
+    partial[static_cast<std::size_t>(b)] = s;
+  }
+  double total = 0.0;
+  for (const double s : partial) total += s;
+  return total;
 }
 
 }  // namespace epoch::cpu

@@ -34,4 +34,27 @@ void rmsprop_step(float* p,        // (n) parameter, updated in place
                   std::int64_t n, float lr, float alpha, float eps, float weight_decay,
                   float momentum);
 
+/// LARS as You, Gitman and Ginsburg (and Intel-Caffe) write it: v = momentum*v + scaled_lr*(g +
+/// wd*p); p -= v, with scaled_lr = lr * the layer's trust ratio, computed by the caller.
+void lars_step(float* p,        // (n) parameter, updated in place
+               const float* g,  // (n) gradient
+               float* v,        // (n) momentum buffer, updated in place
+               std::int64_t n, float scaled_lr, float momentum, float weight_decay);
+
+/// The first half of a LAMB update: m = beta1*m + (1-beta1)*g, v = beta2*v + (1-beta2)*g^2,
+/// r = (m / bias1) / (sqrt(v) / sqrt_bias2 + eps) + wd*p, where bias1 = 1 - beta1^t and
+/// sqrt_bias2 = sqrt(1 - beta2^t). p itself is not changed (the caller scales r by the trust
+/// ratio ||p|| / ||r|| and subtracts it).
+void lamb_direction(const float* p,  // (n) parameter
+                    const float* g,  // (n) gradient
+                    float* m,        // (n) first moment, updated in place
+                    float* v,        // (n) second moment, updated in place
+                    float* r,        // (n) the update direction, overwritten
+                    std::int64_t n, float beta1, float beta2, float eps, float weight_decay,
+                    float bias1, float sqrt_bias2);
+
+/// sum of x[i]^2 in double, over fixed blocks of 4096 elements added in order: the same bits
+/// for any thread count.
+double squared_norm(const float* x, std::int64_t n);
+
 }  // namespace epoch::cpu

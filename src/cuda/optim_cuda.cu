@@ -71,6 +71,28 @@ __global__ void rmsprop_kernel(float* p, const float* g, float* sq, float* ga, f
   }
 }
 
+__global__ void lars_kernel(float* p, const float* g, float* v, long long n, float scaled_lr,
+                            float momentum, float wd) {
+  EPOCH_GRID_STRIDE(i, n) {
+    const float b = momentum * v[i] + scaled_lr * (g[i] + wd * p[i]);
+    v[i] = b;
+    p[i] -= b;
+  }
+}
+
+__global__ void lamb_kernel(const float* p, const float* g, float* m, float* v, float* r,
+                            long long n, float beta1, float beta2, float eps, float wd,
+                            float bias1, float sqrt_bias2) {
+  EPOCH_GRID_STRIDE(i, n) {
+    const float d = g[i];
+    const float mi = beta1 * m[i] + (1.0f - beta1) * d;
+    const float vi = beta2 * v[i] + (1.0f - beta2) * (d * d);
+    m[i] = mi;
+    v[i] = vi;
+    r[i] = (mi / bias1) / (sqrtf(vi) / sqrt_bias2 + eps) + wd * p[i];
+  }
+}
+
 #undef EPOCH_GRID_STRIDE
 
 }  // namespace
@@ -100,6 +122,22 @@ void rmsprop_step(float* p, const float* g, float* sq, float* ga, float* buf, st
   if (n == 0) return;
   rmsprop_kernel<<<blocks_for(n), kThreads>>>(p, g, sq, ga, momentum != 0.0f ? buf : nullptr, n,
                                               lr, alpha, eps, weight_decay, momentum);
+  EPOCH_CUDA_CHECK_LAUNCH();
+}
+
+void lars_step(float* p, const float* g, float* v, std::int64_t n, float scaled_lr,
+               float momentum, float weight_decay) {
+  if (n == 0) return;
+  lars_kernel<<<blocks_for(n), kThreads>>>(p, g, v, n, scaled_lr, momentum, weight_decay);
+  EPOCH_CUDA_CHECK_LAUNCH();
+}
+
+void lamb_direction(const float* p, const float* g, float* m, float* v, float* r,
+                    std::int64_t n, float beta1, float beta2, float eps, float weight_decay,
+                    float bias1, float sqrt_bias2) {
+  if (n == 0) return;
+  lamb_kernel<<<blocks_for(n), kThreads>>>(p, g, m, v, r, n, beta1, beta2, eps, weight_decay,
+                                           bias1, sqrt_bias2);
   EPOCH_CUDA_CHECK_LAUNCH();
 }
 

@@ -32,4 +32,13 @@ void rmsprop_step(float* p,        // (n) parameter, updated in place
                   std::int64_t n, float lr, float alpha, float eps, float weight_decay,
                   float momentum);
 
+/// LARS, as cpu::lars_step: v = momentum*v + scaled_lr*(g + wd*p); p -= v.
+void lars_step(float* p, const float* g, float* v, std::int64_t n, float scaled_lr, float momentum,
+               float weight_decay);
+
+/// The first half of LAMB, as cpu::lamb_direction (m, v updated; r overwritten).
+void lamb_direction(const float* p, const float* g, float* m, float* v, float* r, std::int64_t n,
+                    float beta1, float beta2, float eps, float weight_decay, float bias1,
+                    float sqrt_bias2);
+
 }  // namespace epoch::cuda

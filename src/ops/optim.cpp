@@ -3,6 +3,7 @@
 #include "epoch/ops/optim.h"
 
 #include "cpu/optim_cpu.h"
+#include "epoch/ops/elementwise.h"
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_CUDA
@@ -99,6 +100,59 @@ void rmsprop_step_(Tensor& param, const Tensor& grad, Tensor& square_avg, Tensor
     },
 #endif
   });
+}
+
+void lars_step_(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const LarsHyper& h) {
+  const char* op = "lars_step_";
+  const std::int64_t n = check_param(op, param, grad);
+  float* v = state(op, "momentum_buffer", momentum_buffer, param);
+  const Device d = common_device(op, param, grad, momentum_buffer);
+  const Tensor g = grad.contiguous();
+  dispatch(op, d, {
+    .cpu =
+        [&] {
+          cpu::lars_step(param.f32(), g.f32(), v, n, h.scaled_lr, h.momentum, h.weight_decay);
+        },
+#if EPOCH_WITH_CUDA
+    .cuda = [&] {
+      cuda::lars_step(param.f32(), g.f32(), v, n, h.scaled_lr, h.momentum, h.weight_decay);
+    },
+#endif
+  });
+}
+
+void lamb_direction_(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                     Tensor& direction, const LambHyper& h) {
+  const char* op = "lamb_direction_";
+  const std::int64_t n = check_param(op, param, grad);
+  float* m = state(op, "exp_avg", exp_avg, param);
+  float* v = state(op, "exp_avg_sq", exp_avg_sq, param);
+  float* r = state(op, "direction", direction, param);
+  const Device d = common_device(op, param, grad, exp_avg, exp_avg_sq, direction);
+  const Tensor g = grad.contiguous();
+  dispatch(op, d, {
+    .cpu =
+        [&] {
+          cpu::lamb_direction(param.f32(), g.f32(), m, v, r, n, h.beta1, h.beta2, h.eps,
+                              h.weight_decay, h.bias1, h.sqrt_bias2);
+        },
+#if EPOCH_WITH_CUDA
+    .cuda = [&] {
+      cuda::lamb_direction(param.f32(), g.f32(), m, v, r, n, h.beta1, h.beta2, h.eps,
+                           h.weight_decay, h.bias1, h.sqrt_bias2);
+    },
+#endif
+  });
+}
+
+double squared_norm(const Tensor& t) {
+  check_f32("squared_norm", "t", t);
+  if (!t.device().is_cpu()) return static_cast<double>(sum(mul(t, t)).item());
+  const Tensor c = t.contiguous();
+  double result = 0.0;
+  dispatch("squared_norm", c.device(),
+           {.cpu = [&] { result = cpu::squared_norm(c.f32(), c.numel()); }});
+  return result;
 }
 
 }  // namespace epoch::ops

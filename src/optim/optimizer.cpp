@@ -7,6 +7,7 @@
 #include <set>
 
 #include "epoch/autograd/autograd.h"
+#include "epoch/ops/elementwise.h"
 #include "epoch/ops/optim.h"
 
 namespace epoch::optim {
@@ -260,10 +261,83 @@ void Rmsprop::update(std::size_t i, Tensor& param, const Tensor& grad) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// LARS and LAMB
+
+bool excluded_from_layer_adaptation(const Tensor& param) { return param.ndim() <= 1; }
+
+namespace {
+// a / b, or 1 when either is 0 (a fresh or zero layer, or a zero gradient).
+double trust_ratio(double a, double b) { return a > 0.0 && b > 0.0 ? a / b : 1.0; }
+}  // namespace
+
+Lars::Lars(NamedTensors params, float lr, float momentum, float weight_decay, float eta)
+    : Optimizer("lars", std::move(params), lr),
+      momentum_(momentum),
+      weight_decay_(weight_decay),
+      eta_(eta) {
+  check_nonnegative(name(), "momentum", momentum);
+  check_nonnegative(name(), "weight_decay", weight_decay);
+  check_hyper(std::isfinite(eta) && eta > 0.0f, name(), "trust coefficient (eta) must be > 0", eta);
+  momentum_buffer_ = add_buffer("momentum_buffer");
+}
+
+void Lars::update(std::size_t i, Tensor& param, const Tensor& grad) {
+  const bool adapted = !excluded_from_layer_adaptation(param);
+  const float wd = adapted ? decay_for(i, weight_decay_) : 0.0f;
+  double local = 1.0;
+  if (adapted) {
+    const double w_norm = std::sqrt(ops::squared_norm(param));
+    const double g_norm = std::sqrt(ops::squared_norm(grad));
+    local = w_norm > 0.0 && g_norm > 0.0 ? eta_ * w_norm / (g_norm + wd * w_norm) : 1.0;
+  }
+  ops::lars_step_(
+      param, grad, buffer(momentum_buffer_, i),
+      {.scaled_lr = static_cast<float>(lr() * local), .momentum = momentum_, .weight_decay = wd});
+}
+
+Lamb::Lamb(NamedTensors params, float lr, float beta1, float beta2, float eps, float weight_decay)
+    : Optimizer("lamb", std::move(params), lr),
+      beta1_(beta1),
+      beta2_(beta2),
+      eps_(eps),
+      weight_decay_(weight_decay) {
+  check_beta(name(), "beta1", beta1);
+  check_beta(name(), "beta2", beta2);
+  check_nonnegative(name(), "eps", eps);
+  check_nonnegative(name(), "weight_decay", weight_decay);
+  exp_avg_ = add_buffer("exp_avg");
+  exp_avg_sq_ = add_buffer("exp_avg_sq", BufferValues::non_negative);
+  param_step_ = add_buffer("param_step", BufferValues::counter);
+}
+
+void Lamb::update(std::size_t i, Tensor& param, const Tensor& grad) {
+  std::int32_t& t = buffer(param_step_, i).data<std::int32_t>()[0];
+  EPOCH_CHECK(t < std::numeric_limits<std::int32_t>::max(), name(), ": step counter overflow");
+  const std::int32_t next = t + 1;
+  const bool adapted = !excluded_from_layer_adaptation(param);
+  const float wd = adapted ? decay_for(i, weight_decay_) : 0.0f;
+  const double bias1 = 1.0 - std::pow(static_cast<double>(beta1_), next);
+  const double sqrt_bias2 = std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), next));
+  Tensor direction = Tensor::empty(param.shape(), DType::f32, param.device());
+  ops::lamb_direction_(param, grad, buffer(exp_avg_, i), buffer(exp_avg_sq_, i), direction,
+                       {.beta1 = beta1_,
+                        .beta2 = beta2_,
+                        .eps = eps_,
+                        .weight_decay = wd,
+                        .bias1 = static_cast<float>(bias1),
+                        .sqrt_bias2 = static_cast<float>(sqrt_bias2)});
+  const double ratio = adapted ? trust_ratio(std::sqrt(ops::squared_norm(param)),
+                                             std::sqrt(ops::squared_norm(direction)))
+                               : 1.0;
+  ops::axpy_(param, direction, static_cast<float>(-lr() * ratio));
+  t = next;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Configuration
 
 namespace {
-constexpr const char* kValidNames = "sgd, adam, adamw, rmsprop";
+constexpr const char* kValidNames = "sgd, adam, adamw, rmsprop, lars, lamb";
 }
 
 const char* optimizer_name(OptimizerKind kind) {
@@ -276,13 +350,17 @@ const char* optimizer_name(OptimizerKind kind) {
       return "adamw";
     case OptimizerKind::rmsprop:
       return "rmsprop";
+    case OptimizerKind::lars:
+      return "lars";
+    case OptimizerKind::lamb:
+      return "lamb";
   }
   return "?";
 }
 
 OptimizerKind parse_optimizer(const std::string& name) {
-  for (OptimizerKind k :
-       {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw, OptimizerKind::rmsprop})
+  for (OptimizerKind k : {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw,
+                          OptimizerKind::rmsprop, OptimizerKind::lars, OptimizerKind::lamb})
     if (name == optimizer_name(k)) return k;
   EPOCH_THROW(ConfigError, "unknown optimizer '", name, "' (valid: ", kValidNames, ")");
 }
@@ -292,6 +370,15 @@ OptimizerConfig optimizer_defaults(OptimizerKind kind) {
   c.kind = kind;
   c.lr = kind == OptimizerKind::sgd || kind == OptimizerKind::rmsprop ? 0.01f : 0.001f;
   if (kind == OptimizerKind::adamw) c.weight_decay = 0.01f;
+  if (kind == OptimizerKind::lars) {
+    c.lr = 0.1f;
+    c.momentum = 0.9f;
+    c.weight_decay = 5e-4f;
+  }
+  if (kind == OptimizerKind::lamb) {
+    c.eps = 1e-6f;
+    c.weight_decay = 0.01f;
+  }
   return c;
 }
 
@@ -313,6 +400,13 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, NamedTensors
     case OptimizerKind::rmsprop:
       o = std::make_unique<Rmsprop>(std::move(params), c.lr, c.alpha, c.eps, c.weight_decay,
                                     c.momentum, c.centered);
+      break;
+    case OptimizerKind::lars:
+      o = std::make_unique<Lars>(std::move(params), c.lr, c.momentum, c.weight_decay,
+                                 c.trust_coefficient);
+      break;
+    case OptimizerKind::lamb:
+      o = std::make_unique<Lamb>(std::move(params), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay);
       break;
   }
   EPOCH_CHECK(o != nullptr, "make_optimizer: unknown optimizer kind");

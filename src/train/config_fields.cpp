@@ -308,24 +308,24 @@ const std::vector<ConfigField>& config_fields() {
        .show_default = true},
       {.key = "optimizer.name",
        .flag = "--optimizer",
-       .help =
-           "sgd, adam, adamw or rmsprop (another one than the recipe's starts from its defaults)",
+       .help = "sgd, adam, adamw, rmsprop, lars or lamb (another one than the recipe's starts "
+               "from its defaults)",
        .ref = [](TrainConfig& c) -> FieldRef {
          return ChoiceRef{
              [&c] { return std::string(optim::optimizer_name(c.optimizer.kind)); },
              [&c](const std::string& s) { c.optimizer.kind = optim::parse_optimizer(s); }};
        },
-       .choices = {"sgd", "adam", "adamw", "rmsprop"},
+       .choices = {"sgd", "adam", "adamw", "rmsprop", "lars", "lamb"},
        .show_default = true},
       {.key = "optimizer.lr",
        .flag = "--lr",
-       .help = "Learning rate (default: the model's recipe; 0.01 for another --optimizer sgd, 2e-3 "
-               "for others)",
+       .help = "Learning rate (default: the model's recipe; for another --optimizer 0.01 for sgd, "
+               "0.1 for lars, 2e-3 for the others)",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.lr; },
        .bounds = Bounds::positive()},
       {.key = "optimizer.momentum",
        .flag = "--momentum",
-       .help = "Momentum (sgd, rmsprop)",
+       .help = "Momentum (sgd, rmsprop, lars)",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.momentum; },
        .bounds = Bounds::range(0.0, 1.0)},
       {.key = "optimizer.nesterov",
@@ -354,6 +354,11 @@ const std::vector<ConfigField>& config_fields() {
        .bounds = Bounds::range(0.0, 1.0)},
       {.key = "optimizer.centered",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.centered; }},
+      {.key = "optimizer.trust_coefficient",
+       .flag = "--trust-coefficient",
+       .help = "LARS's trust coefficient eta: local lr = eta * ||w|| / (||g|| + wd * ||w||)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.trust_coefficient; },
+       .bounds = Bounds::positive()},
       {.key = "schedule.name",
        .flag = "--schedule",
        .help = "constant, step or cosine",

@@ -259,6 +259,161 @@ TEST(Rmsprop, ThreeStepsMatchScalarReference) {
   }
 }
 
+// LARS and LAMB on one layer: a (2, 3) weight, adapted per tensor, and a (3) bias, which is
+// left out of the trust ratio and of weight decay. The references work on whole tensors.
+const std::vector<Vec> kLayerGrads = {{0.5, -1.0, 2.0, 0.1, 0.0, -0.3},
+                                      {0.25, 2.0, -0.5, -0.2, 0.4, 0.1},
+                                      {-1.0, 0.5, 1.5, 0.3, -0.1, 0.2}};
+const Vec kLayerStart = {1.0, -2.0, 0.5, 0.3, 0.0, -0.7};
+const std::vector<Vec> kBiasGrads = {{0.2, -0.4, 0.1}, {-0.3, 0.1, 0.5}, {0.05, 0.2, -0.1}};
+const Vec kBiasStart = {0.1, -0.1, 0.2};
+
+double norm(const Vec& v) {
+  double s = 0.0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+struct LarsRef {  // You, Gitman and Ginsburg, Algorithm 1, with Intel-Caffe's momentum form
+  double lr, momentum, wd, eta;
+  bool adapted;
+  Vec v;
+  void operator()(Vec& p, const Vec& g, int) {
+    v.resize(p.size(), 0.0);
+    const double decay = adapted ? wd : 0.0;
+    const double wn = norm(p), gn = norm(g);
+    const double local = adapted && wn > 0 && gn > 0 ? eta * wn / (gn + decay * wn) : 1.0;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      v[i] = momentum * v[i] + lr * local * (g[i] + decay * p[i]);
+      p[i] -= v[i];
+    }
+  }
+};
+
+struct LambRef {  // You et al. 2019, Algorithm 2, phi = identity
+  double lr, beta1, beta2, eps, wd;
+  bool adapted;
+  Vec m, v;
+  void operator()(Vec& p, const Vec& g, int t) {
+    m.resize(p.size(), 0.0);
+    v.resize(p.size(), 0.0);
+    const double decay = adapted ? wd : 0.0;
+    Vec r(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      m[i] = beta1 * m[i] + (1.0 - beta1) * g[i];
+      v[i] = beta2 * v[i] + (1.0 - beta2) * g[i] * g[i];
+      const double m_hat = m[i] / (1.0 - std::pow(beta1, t));
+      const double v_hat = v[i] / (1.0 - std::pow(beta2, t));
+      r[i] = m_hat / (std::sqrt(v_hat) + eps) + decay * p[i];
+    }
+    const double wn = norm(p), rn = norm(r);
+    const double ratio = adapted && wn > 0 && rn > 0 ? wn / rn : 1.0;
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] -= lr * ratio * r[i];
+  }
+};
+
+Tensor tensor_of(const Vec& v, const Shape& shape) {
+  return Tensor::from_vector(shape, std::vector<float>(v.begin(), v.end()));
+}
+
+// Three steps of `opt` over a (2, 3) weight and a (3) bias, each checked against its reference.
+template <typename Ref>
+void expect_layer_matches(Optimizer& opt, Tensor& w, Tensor& b, Ref w_ref, Ref b_ref) {
+  Vec we = kLayerStart, be = kBiasStart;
+  for (int t = 1; t <= 3; ++t) {
+    w.set_grad(tensor_of(kLayerGrads[t - 1], {2, 3}));
+    b.set_grad(tensor_of(kBiasGrads[t - 1], {3}));
+    opt.step();
+    w_ref(we, kLayerGrads[t - 1], t);
+    b_ref(be, kBiasGrads[t - 1], t);
+    EXPECT_TRUE(near(w, we)) << "weight, step " << t;
+    EXPECT_TRUE(near(b, be)) << "bias, step " << t;
+  }
+}
+
+TEST(Lars, ThreeStepsMatchScalarReferenceAndLeaveBiasesUnscaled) {
+  for (const float wd : {0.0f, 0.05f}) {
+    SCOPED_TRACE(::testing::Message() << "wd " << wd);
+    Tensor w = tensor_of(kLayerStart, {2, 3}).set_requires_grad(true);
+    Tensor b = tensor_of(kBiasStart, {3}).set_requires_grad(true);
+    Lars opt({{"w", w}, {"b", b}}, 0.5f, 0.9f, wd, 0.02f);
+    expect_layer_matches(opt, w, b, LarsRef{0.5, 0.9, wd, 0.02, true, {}},
+                         LarsRef{0.5, 0.9, wd, 0.02, false, {}});
+  }
+}
+
+TEST(Lamb, ThreeStepsMatchScalarReferenceAndLeaveBiasesUnscaled) {
+  for (const float wd : {0.0f, 0.1f}) {
+    SCOPED_TRACE(::testing::Message() << "wd " << wd);
+    Tensor w = tensor_of(kLayerStart, {2, 3}).set_requires_grad(true);
+    Tensor b = tensor_of(kBiasStart, {3}).set_requires_grad(true);
+    Lamb opt({{"w", w}, {"b", b}}, 0.01f, 0.8f, 0.95f, 1e-3f, wd);
+    expect_layer_matches(opt, w, b, LambRef{0.01, 0.8, 0.95, 1e-3, wd, true, {}, {}},
+                         LambRef{0.01, 0.8, 0.95, 1e-3, wd, false, {}, {}});
+  }
+}
+
+TEST(Lars, FirstStepByHand) {
+  // w = (3, 4): ||w|| = 5; g = (0, 1): ||g|| = 1; wd 0, eta 0.1: local lr 0.1 * 5 / 1 = 0.5;
+  // lr 2: v = 2 * 0.5 * g = (0, 1), w = (3, 3).
+  Tensor w = Tensor::from_vector({1, 2}, {3.0f, 4.0f}).set_requires_grad(true);
+  Lars opt({{"w", w}}, 2.0f, 0.9f, 0.0f, 0.1f);
+  w.set_grad(Tensor::from_vector({1, 2}, {0.0f, 1.0f}));
+  opt.step();
+  EXPECT_TRUE(near(w, {3.0, 3.0}));
+}
+
+TEST(LarsAndLamb, AZeroWeightOrGradientTakesTrustRatioOne) {
+  // A zero weight (a freshly zeroed layer): LARS moves it by lr * g, LAMB by lr * r.
+  Tensor w = Tensor::zeros({2, 2}).set_requires_grad(true);
+  Lars lars({{"w", w}}, 0.1f, 0.0f, 0.0f, 0.001f);
+  w.set_grad(Tensor::from_vector({2, 2}, {1.0f, -1.0f, 2.0f, 0.0f}));
+  lars.step();
+  EXPECT_TRUE(near(w, {-0.1, 0.1, -0.2, 0.0}));
+  Tensor u = Tensor::zeros({2, 2}).set_requires_grad(true);
+  Lamb lamb({{"u", u}}, 0.1f, 0.9f, 0.999f, 1e-6f, 0.0f);
+  u.set_grad(Tensor::from_vector({2, 2}, {1.0f, -1.0f, 2.0f, 0.0f}));
+  lamb.step();  // first step: r = g / (|g| + eps) = sign(g)
+  EXPECT_TRUE(near(u, {-0.1, 0.1, -0.1, 0.0}, 1e-4));
+}
+
+bool same_bits(const Tensor& a, const Tensor& b);  // below
+
+// 0.5 * sum((w - c)^2) for a (4, 4) weight: LARS and LAMB adapt it as a layer.
+Tensor layer_loss(const Tensor& w) {
+  static const Tensor c = testing::random_tensor({4, 4}, 14, -1.0f, 1.0f);
+  const Tensor d = sub(w, c);
+  return affine(sum(mul(d, d)), 0.5f);
+}
+
+TEST(LarsAndLamb, ResumeBitIdenticallyOnALayer) {
+  for (const char* name : {"lars", "lamb"}) {
+    SCOPED_TRACE(name);
+    OptimizerConfig c = optimizer_defaults(name);
+    c.lr = std::string(name) == "lars" ? 5.0f : 0.05f;
+    const auto run = [&](Optimizer& opt, Tensor& w, int steps) {
+      for (int t = 0; t < steps; ++t) {
+        opt.zero_grad();
+        layer_loss(w).backward();
+        opt.step();
+      }
+    };
+    Tensor w = testing::random_tensor({4, 4}, 22, -2.0f, 2.0f).set_requires_grad(true);
+    const float initial = layer_loss(w).item();
+    auto first = make_optimizer(c, {{"w", w}});
+    run(*first, w, 4);
+    const NamedTensors saved = first->state();
+    const Tensor saved_w = w.detach().clone();
+    run(*first, w, 4);
+    EXPECT_LT(layer_loss(w).item(), initial) << "it descends";
+    Tensor w2 = saved_w.clone().set_requires_grad(true);
+    auto second = make_optimizer(c, {{"w", w2}});
+    second->load_state(saved);
+    run(*second, w2, 4);
+    EXPECT_TRUE(same_bits(w, w2));
+  }
+}
+
 // --- optimizer mechanics ---------------------------------------------------------------------
 
 TEST(Optimizer, SkipsParametersWithoutGradientAndZeroesGradients) {
@@ -302,7 +457,7 @@ TEST(Optimizer, DefaultsFollowPytorch) {
   EXPECT_FLOAT_EQ(optimizer_defaults("adam").weight_decay, 0.0f);
   EXPECT_FLOAT_EQ(optimizer_defaults("adamw").weight_decay, 0.01f);
   EXPECT_FLOAT_EQ(optimizer_defaults("rmsprop").alpha, 0.99f);
-  for (const char* name : {"sgd", "adam", "adamw", "rmsprop"}) {
+  for (const char* name : {"sgd", "adam", "adamw", "rmsprop", "lars", "lamb"}) {
     Tensor p = param({1.0f});
     auto opt = make_optimizer(optimizer_defaults(name), {{"p", p}});
     EXPECT_EQ(opt->name(), name);
@@ -343,7 +498,8 @@ std::vector<OptimizerConfig> configs_to_try() {
   OptimizerConfig rms = config("rmsprop", 0.05f), rms_centered = config("rmsprop", 0.05f);
   rms_centered.centered = true;
   rms_centered.momentum = 0.5f;
-  return {sgd, nesterov, adam, adamw, rms, rms_centered};
+  OptimizerConfig lars = config("lars", 0.1f), lamb = config("lamb", 0.05f);
+  return {sgd, nesterov, adam, adamw, rms, rms_centered, lars, lamb};
 }
 
 TEST(Optimizer, EachMinimizesAQuadratic) {
@@ -473,9 +629,10 @@ TEST(Optimizer, BadConfigThrows) {
     (void)parse_optimizer("adagrad");
     ADD_FAILURE() << "no ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("sgd, adam, adamw, rmsprop"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("sgd, adam, adamw, rmsprop, lars, lamb"),
+              std::string::npos);
   }
-  EXPECT_THROW(optimizer_defaults("lamb"), ConfigError);
+  EXPECT_THROW(optimizer_defaults("adagrad"), ConfigError);
 
   auto with = [&](const char* name, const std::function<void(OptimizerConfig&)>& edit) {
     OptimizerConfig cfg = optimizer_defaults(name);
@@ -490,6 +647,10 @@ TEST(Optimizer, BadConfigThrows) {
   EXPECT_THROW(with("adam", [](auto& x) { x.eps = -1.0f; })(), ConfigError);
   EXPECT_THROW(with("adamw", [](auto& x) { x.weight_decay = std::nanf(""); })(), ConfigError);
   EXPECT_THROW(with("rmsprop", [](auto& x) { x.alpha = 1.5f; })(), ConfigError);
+  EXPECT_THROW(with("lars", [](auto& x) { x.trust_coefficient = 0.0f; })(), ConfigError);
+  EXPECT_THROW(with("lars", [](auto& x) { x.momentum = -0.1f; })(), ConfigError);
+  EXPECT_THROW(with("lamb", [](auto& x) { x.beta1 = 1.0f; })(), ConfigError);
+  EXPECT_THROW(with("lamb", [](auto& x) { x.weight_decay = -1.0f; })(), ConfigError);
 }
 
 TEST(Optimizer, BadParametersThrow) {

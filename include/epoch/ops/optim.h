@@ -54,4 +54,34 @@ void rmsprop_step_(Tensor& param,            // (n) updated in place
                    Tensor& momentum_buffer,  // (n) updated in place
                    const RmspropHyper& h);
 
+/// Hyperparameters of one LARS update of one layer.
+struct LarsHyper {
+  float scaled_lr = 0.0f;  // lr * the layer's trust ratio
+  float momentum = 0.9f, weight_decay = 0.0f;
+};
+/// LARS (Intel-Caffe's form): v = momentum*v + scaled_lr*(g + wd*p); p -= v.
+void lars_step_(Tensor& param,            // (n) updated in place
+                const Tensor& grad,       // (n)
+                Tensor& momentum_buffer,  // (n) updated in place
+                const LarsHyper& h);
+
+/// Hyperparameters of the first half of one LAMB update of a parameter at its step t.
+struct LambHyper {
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-6f, weight_decay = 0.0f;
+  float bias1 = 1.0f;       // 1 - beta1^t
+  float sqrt_bias2 = 1.0f;  // sqrt(1 - beta2^t)
+};
+/// m = beta1*m + (1-beta1)*g, v = beta2*v + (1-beta2)*g^2,
+/// direction = (m / bias1) / (sqrt(v) / sqrt_bias2 + eps) + wd*p; param is not changed.
+void lamb_direction_(const Tensor& param,  // (n)
+                     const Tensor& grad,   // (n)
+                     Tensor& exp_avg,      // (n) first moment, updated in place
+                     Tensor& exp_avg_sq,   // (n) second moment, updated in place
+                     Tensor& direction,    // (n) overwritten
+                     const LambHyper& h);
+
+/// sum of t's squared elements, accumulated in double. On the CPU over fixed blocks in order
+/// (the same bits for any thread count); on CUDA as sum(t * t) in f32.
+double squared_norm(const Tensor& t);
+
 }  // namespace epoch::ops

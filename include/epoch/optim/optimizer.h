@@ -1,5 +1,6 @@
-// Optimizers: SGD (momentum, Nesterov), Adam, AdamW and RMSprop with PyTorch's update rules,
-// applied in place to named parameters from their accumulated gradients. Every optimizer
+// Optimizers: SGD (momentum, Nesterov), Adam, AdamW and RMSprop with PyTorch's update rules, and
+// the large-batch LARS and LAMB, applied in place to named parameters from their accumulated
+// gradients. Every optimizer
 // exposes its state as named tensors so a checkpoint can resume it bit-identically.
 #pragma once
 
@@ -140,10 +141,52 @@ class Rmsprop : public Optimizer {
   std::size_t square_avg_ = 0, momentum_buffer_ = 0, grad_avg_ = 0;
 };
 
+/// True for the parameters LARS and LAMB leave out of the layer-wise trust ratio and of weight
+/// decay: those with at most one dimension (biases, batch-norm scales and shifts).
+bool excluded_from_layer_adaptation(const Tensor& param);
+
+/// LARS (You, Gitman and Ginsburg 2017, as Intel-Caffe runs it), per parameter tensor:
+/// local_lr = eta * ||w|| / (||g|| + wd * ||w||) (1 when either norm is 0),
+/// v = momentum * v + lr * local_lr * (g + wd * w), w -= v. Parameters with at most one
+/// dimension take local_lr = 1 and no weight decay. State: "lars.momentum_buffer".
+class Lars : public Optimizer {
+ public:
+  /// requires: lr, momentum, weight_decay >= 0; eta > 0 (ConfigError).
+  Lars(NamedTensors params, float lr, float momentum = 0.9f, float weight_decay = 0.0f,
+       float eta = 0.001f);
+
+ protected:
+  void update(std::size_t i, Tensor& param, const Tensor& grad) override;
+
+ private:
+  float momentum_, weight_decay_, eta_;
+  std::size_t momentum_buffer_ = 0;
+};
+
+/// LAMB (You et al. 2019, "Large Batch Optimization for Deep Learning"), per parameter tensor
+/// at its step t: m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2,
+/// r = (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps) + wd * w,
+/// w -= lr * (||w|| / ||r||) * r (ratio 1 when either norm is 0). Parameters with at most one
+/// dimension take ratio 1 and no weight decay. State: "lamb.exp_avg", "lamb.exp_avg_sq",
+/// "lamb.param_step".
+class Lamb : public Optimizer {
+ public:
+  /// requires: lr, eps, weight_decay >= 0; 0 <= beta1, beta2 < 1 (ConfigError).
+  Lamb(NamedTensors params, float lr, float beta1 = 0.9f, float beta2 = 0.999f, float eps = 1e-6f,
+       float weight_decay = 0.0f);
+
+ protected:
+  void update(std::size_t i, Tensor& param, const Tensor& grad) override;
+
+ private:
+  float beta1_, beta2_, eps_, weight_decay_;
+  std::size_t exp_avg_ = 0, exp_avg_sq_ = 0, param_step_ = 0;
+};
+
 /// The optimizers, by the names the command line and checkpoints use.
-enum class OptimizerKind { sgd, adam, adamw, rmsprop };
+enum class OptimizerKind { sgd, adam, adamw, rmsprop, lars, lamb };
 const char* optimizer_name(OptimizerKind kind);
-/// The kind named `name` (ConfigError listing "sgd, adam, adamw, rmsprop" for another).
+/// The kind named `name` (ConfigError listing the valid names for another).
 OptimizerKind parse_optimizer(const std::string& name);
 
 /// Everything make_optimizer needs. Fields an optimizer does not use are ignored (momentum and
@@ -151,7 +194,7 @@ OptimizerKind parse_optimizer(const std::string& name);
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::sgd;
   float lr = 0.01f;
-  float momentum = 0.0f;  // sgd, rmsprop
+  float momentum = 0.0f;  // sgd, rmsprop, lars
   bool nesterov = false;  // sgd
   float weight_decay = 0.0f;
   /// Parameter-name prefixes that weight decay applies to (e.g. "4." for one layer); empty:
@@ -159,13 +202,15 @@ struct OptimizerConfig {
   std::vector<std::string> decay_only;
   float beta1 = 0.9f;  // adam, adamw
   float beta2 = 0.999f;
-  float eps = 1e-8f;      // adam, adamw, rmsprop
-  float alpha = 0.99f;    // rmsprop
-  bool centered = false;  // rmsprop
+  float eps = 1e-8f;                 // adam, adamw, rmsprop
+  float alpha = 0.99f;               // rmsprop
+  bool centered = false;             // rmsprop
+  float trust_coefficient = 0.001f;  // lars: eta
 };
 
 /// PyTorch's defaults for an optimizer: lr 0.01 (sgd, rmsprop) or 0.001 (adam, adamw), weight
-/// decay 0.01 for adamw and 0 otherwise.
+/// decay 0.01 for adamw and 0 otherwise. LARS: lr 0.1, momentum 0.9, weight decay 5e-4, eta
+/// 0.001 (Intel-Caffe's); LAMB: lr 0.001, eps 1e-6, weight decay 0.01 (the paper's).
 OptimizerConfig optimizer_defaults(OptimizerKind kind);
 /// optimizer_defaults(parse_optimizer(name)).
 OptimizerConfig optimizer_defaults(const std::string& name);
