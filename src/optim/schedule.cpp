@@ -1,5 +1,6 @@
-// Learning-rate schedules (see schedule.h): a shared linear warm-up in front of a constant, step
-// or cosine decay. Computed in double and rounded once, so values do not drift over long runs.
+// Learning-rate schedules (see schedule.h): a shared linear warm-up in front of a constant, step,
+// cosine or polynomial decay. Computed in double and rounded once, so values do not drift over long
+// runs.
 #include "epoch/optim/schedule.h"
 
 #include <cmath>
@@ -10,7 +11,7 @@
 namespace epoch::optim {
 namespace {
 
-constexpr const char* kValidNames = "constant, step, cosine";
+constexpr const char* kValidNames = "constant, step, cosine, poly";
 
 // Linear warm-up over the first warmup_steps steps, then decay(step - warmup_steps).
 class WarmupThenDecay : public LrSchedule {
@@ -67,6 +68,20 @@ class CosineLr : public WarmupThenDecay {
   }
 };
 
+class PolyLr : public WarmupThenDecay {
+ public:
+  using WarmupThenDecay::WarmupThenDecay;
+
+ protected:
+  double decay(std::int64_t s) const override {
+    const std::int64_t span = c_.total_steps - c_.warmup_steps;
+    if (s >= span) return c_.min_lr;
+    const double left = 1.0 - static_cast<double>(s) / static_cast<double>(span);
+    return c_.min_lr + (static_cast<double>(c_.base_lr) - c_.min_lr) *
+                           std::pow(left, static_cast<double>(c_.power));
+  }
+};
+
 template <typename T>
 void require(bool ok, const ScheduleConfig& c, const char* field, const char* rule, T value) {
   if (!ok)
@@ -84,12 +99,15 @@ const char* schedule_name(ScheduleKind kind) {
       return "step";
     case ScheduleKind::cosine:
       return "cosine";
+    case ScheduleKind::poly:
+      return "poly";
   }
   return "?";
 }
 
 ScheduleKind parse_schedule(const std::string& name) {
-  for (ScheduleKind k : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine})
+  for (ScheduleKind k :
+       {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine, ScheduleKind::poly})
     if (name == schedule_name(k)) return k;
   EPOCH_THROW(ConfigError, "unknown lr schedule '", name, "' (valid: ", kValidNames, ")");
 }
@@ -111,7 +129,31 @@ std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& c) {
           c.total_steps);
   require(c.min_lr >= 0.0f && c.min_lr <= c.base_lr, c, "min_lr", "must be in [0, base_lr]",
           c.min_lr);
+  if (c.kind == ScheduleKind::poly) {
+    require(std::isfinite(c.power) && c.power > 0.0f, c, "power", "must be finite and > 0",
+            c.power);
+    return std::make_unique<PolyLr>(c);
+  }
   return std::make_unique<CosineLr>(c);
+}
+
+const char* lr_scaling_name(LrScaling scaling) {
+  return scaling == LrScaling::linear ? "linear" : "none";
+}
+
+LrScaling parse_lr_scaling(const std::string& name) {
+  if (name == "none") return LrScaling::none;
+  if (name == "linear") return LrScaling::linear;
+  EPOCH_THROW(ConfigError, "unknown lr scaling '", name, "' (valid: none, linear)");
+}
+
+float scaled_lr(float lr, LrScaling scaling, std::int64_t global_batch, std::int64_t base_batch) {
+  if (scaling == LrScaling::none) return lr;
+  if (global_batch < 1 || base_batch < 1)
+    EPOCH_THROW(ConfigError, "linear lr scaling: global batch ", global_batch, " and base batch ",
+                base_batch, " must be >= 1");
+  return static_cast<float>(static_cast<double>(lr) * static_cast<double>(global_batch) /
+                            static_cast<double>(base_batch));
 }
 
 }  // namespace epoch::optim

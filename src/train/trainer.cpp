@@ -164,11 +164,17 @@ Device training_device(const TrainConfig& c) {
 std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
                                                     std::int64_t steps_per_epoch) {
   optim::ScheduleConfig sched = c.schedule;
-  sched.base_lr = c.optimizer.lr;
+  // One process: the global batch is the batch.
+  sched.base_lr = optim::scaled_lr(c.optimizer.lr, c.schedule.lr_scaling, c.run.batch_size,
+                                   c.schedule.base_batch);
   sched.total_steps = steps_per_epoch * c.run.epochs;
-  sched.warmup_steps = c.schedule.warmup_steps >= 0
-                           ? c.schedule.warmup_steps
-                           : std::min<std::int64_t>(300, sched.total_steps / 10);
+  if (c.schedule.warmup_epochs > 0.0)
+    sched.warmup_steps =
+        std::llround(c.schedule.warmup_epochs * static_cast<double>(steps_per_epoch));
+  else
+    sched.warmup_steps = c.schedule.warmup_steps >= 0
+                             ? c.schedule.warmup_steps
+                             : std::min<std::int64_t>(300, sched.total_steps / 10);
   return optim::make_schedule(sched);
 }
 

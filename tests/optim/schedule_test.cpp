@@ -86,6 +86,36 @@ TEST(Schedule, CosineWithoutWarmupStartsAtBase) {
   EXPECT_FLOAT_EQ(s->lr_at(4), 0.0f);
 }
 
+TEST(Schedule, PolyDecaysWithItsPowerToMinAtTheEnd) {
+  ScheduleConfig c = config("poly", 1.0f);
+  c.warmup_steps = 10;
+  c.total_steps = 110;  // 100 steps of decay
+  auto s = make_schedule(c);
+  EXPECT_FLOAT_EQ(s->lr_at(5), 0.5f);    // the warm-up
+  EXPECT_FLOAT_EQ(s->lr_at(10), 1.0f);   // (1 - 0)^2
+  EXPECT_FLOAT_EQ(s->lr_at(60), 0.25f);  // (1 - 1/2)^2
+  EXPECT_FLOAT_EQ(s->lr_at(85), 0.0625f);
+  EXPECT_FLOAT_EQ(s->lr_at(110), 0.0f);
+  EXPECT_FLOAT_EQ(s->lr_at(500), 0.0f);
+  c.power = 1.0f;
+  c.min_lr = 0.2f;
+  s = make_schedule(c);
+  EXPECT_FLOAT_EQ(s->lr_at(60), 0.6f);  // 0.2 + 0.8 * 1/2
+  EXPECT_FLOAT_EQ(s->lr_at(110), 0.2f);
+  c.power = 0.0f;
+  EXPECT_THROW(make_schedule(c), ConfigError);
+}
+
+TEST(Schedule, LinearScalingRule) {
+  EXPECT_EQ(parse_lr_scaling("linear"), LrScaling::linear);
+  EXPECT_STREQ(lr_scaling_name(LrScaling::none), "none");
+  EXPECT_THROW(parse_lr_scaling("sqrt"), ConfigError);
+  EXPECT_FLOAT_EQ(scaled_lr(0.1f, LrScaling::none, 8192, 256), 0.1f);
+  EXPECT_FLOAT_EQ(scaled_lr(0.1f, LrScaling::linear, 8192, 256), 3.2f);
+  EXPECT_FLOAT_EQ(scaled_lr(0.1f, LrScaling::linear, 128, 256), 0.05f);
+  EXPECT_THROW(scaled_lr(0.1f, LrScaling::linear, 128, 0), ConfigError);
+}
+
 TEST(Schedule, NegativeStepThrows) {
   auto s = make_schedule(config("constant", 0.1f));
   EXPECT_THROW(s->lr_at(-1), InvalidArgument);

@@ -76,6 +76,38 @@ TEST(Trainer, LearnsAndWritesTheRunDirectory) {
   EXPECT_NE(ckpt.find("model.conv1.weight"), nullptr);
 }
 
+// The large-batch recipe: LARS, linear scaling of --lr by batch / base batch, a warm-up of one
+// epoch, then the poly decay to 0; every logged lr follows it, and the run learns. (LARS's
+// trust coefficient 0.001 makes a layer's step about lr * 0.001 * ||w|| / ||g||: global rates
+// of several units are usual.)
+TEST(Trainer, LarsWithLinearScalingWarmupEpochsAndPolyDecay) {
+  testing::TempDir dir;
+  TrainConfig c = small_config(dir / "run");
+  c.data.synthetic_count = 2048;  // 64 steps an epoch
+  c.run.log_every = 8;
+  c.optimizer = optim::optimizer_defaults(optim::OptimizerKind::lars);
+  c.optimizer.lr = 0.5f;
+  c.schedule.kind = optim::ScheduleKind::poly;
+  c.schedule.warmup_epochs = 1.0;
+  c.schedule.lr_scaling = optim::LrScaling::linear;
+  c.schedule.base_batch = 16;  // batch 32: the peak lr is 1
+  const double peak = 1.0;
+  const TrainResult r = train(c, stdout);
+  std::vector<std::pair<std::int64_t, double>> lrs;  // (step, lr)
+  for (const auto& m : read_metrics(r.run_dir))
+    if (m["kind"] == "step") lrs.emplace_back(m["step"].get<std::int64_t>(), m["lr"].get<double>());
+  ASSERT_GE(lrs.size(), 10u);
+  double highest = 0.0;
+  for (const auto& [step, lr] : lrs) {
+    EXPECT_LE(lr, peak * (1 + 1e-6)) << "step " << step;
+    highest = std::max(highest, lr);
+  }
+  EXPECT_LT(lrs.front().second, peak / 4) << "64 steps of warm-up: step 8 is at about 1/8";
+  EXPECT_GT(highest, 0.9 * peak) << "the warm-up ends at the peak";
+  EXPECT_LT(lrs.back().second, peak / 20) << "the poly decay ends at 0";
+  EXPECT_GT(r.test_accuracy, 0.6) << "10 classes: chance is 0.1";
+}
+
 TEST(Trainer, SameSeedAndThreadsIsBitwiseIdentical) {
   testing::TempDir dir;
   const TrainResult a = train(small_config(dir / "a"), stdout);

@@ -1,5 +1,6 @@
-// Learning-rate schedules: constant, step decay and cosine decay, each optionally preceded by a
-// linear warm-up. A schedule is a pure function of the step, so resuming needs only the step.
+// Learning-rate schedules: constant, step decay, cosine decay and polynomial decay, each
+// optionally preceded by a linear warm-up. A schedule is a pure function of the step, so resuming
+// needs only the step.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,22 @@ namespace epoch::optim {
 /// - cosine:   min_lr + (base_lr - min_lr) * (1 + cos(pi * s' / (total_steps - warmup_steps))) / 2,
 ///             reaching min_lr at s = total_steps and staying there. total_steps includes the
 ///             warm-up.
+/// - poly:     min_lr + (base_lr - min_lr) * (1 - s' / (total_steps - warmup_steps))^power, the
+///             same span (power 2: the large-batch recipe of You, Gitman and Ginsburg).
 /// The schedules, by the names the command line and checkpoints use.
-enum class ScheduleKind { constant, step, cosine };
+enum class ScheduleKind { constant, step, cosine, poly };
 const char* schedule_name(ScheduleKind kind);
-/// The kind named `name` (ConfigError listing "constant, step, cosine" for another).
+/// The kind named `name` (ConfigError listing the valid names for another).
 ScheduleKind parse_schedule(const std::string& name);
+
+/// How the learning rate given follows the global batch: `none` keeps it; `linear` multiplies it
+/// by global batch / base batch (Goyal et al.'s linear scaling rule).
+enum class LrScaling { none, linear };
+const char* lr_scaling_name(LrScaling scaling);
+/// The rule named `name` ("none" or "linear"; ConfigError otherwise).
+LrScaling parse_lr_scaling(const std::string& name);
+/// lr under the rule; requires global_batch, base_batch >= 1 for `linear` (ConfigError).
+float scaled_lr(float lr, LrScaling scaling, std::int64_t global_batch, std::int64_t base_batch);
 
 struct ScheduleConfig {
   ScheduleKind kind = ScheduleKind::constant;
@@ -31,8 +43,13 @@ struct ScheduleConfig {
   float warmup_start_factor = 0.0f;  // in [0, 1]
   std::int64_t step_size = 0;        // step: > 0
   float gamma = 0.1f;                // step: > 0
-  std::int64_t total_steps = 0;      // cosine: > warmup_steps
-  float min_lr = 0.0f;               // cosine: in [0, base_lr]
+  std::int64_t total_steps = 0;      // cosine, poly: > warmup_steps
+  float min_lr = 0.0f;               // cosine, poly: in [0, base_lr]
+  float power = 2.0f;                // poly: > 0
+  // Resolved by the trainer into base_lr and warmup_steps (make_schedule ignores them):
+  double warmup_epochs = 0.0;  // > 0: the warm-up is this many epochs' steps, rounded
+  LrScaling lr_scaling = LrScaling::none;
+  std::int64_t base_batch = 256;  // linear scaling: the batch the given lr is meant for
 };
 
 /// A learning rate as a function of the step.
