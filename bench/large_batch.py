@@ -4,7 +4,7 @@
 Trains fmnist-cnn on Fashion-MNIST (epoch's default data) for the same number of epochs at each
 global batch, with
   - sgd:  SGD, momentum 0.9, --lr-scaling linear from --base-batch, no warm-up;
-  - lars: LARS (trust coefficient 0.001), momentum 0.9, --lr-scaling linear, a linear warm-up
+  - lars: LARS (--trust-coefficient, default 0.001), momentum 0.9, --lr-scaling linear, a linear warm-up
           of --warmup-epochs;
 both with the poly decay (power 2) to 0, so that the optimizer and the warm-up are the only
 differences. Reads each run's metrics.jsonl and writes, under --out: runs.jsonl (one line per
@@ -35,6 +35,7 @@ def parse_args():
     p.add_argument("--sgd-lr", type=float, default=0.05, help="SGD's lr at --base-batch")
     p.add_argument("--lars-lr", type=float, default=0.5, help="LARS's lr at --base-batch")
     p.add_argument("--warmup-epochs", type=float, default=2.0, help="LARS's warm-up")
+    p.add_argument("--trust-coefficient", type=float, default=0.001, help="LARS's eta")
     p.add_argument("--optimizers", default="sgd,lars")
     p.add_argument("--threads", type=int, default=0, help="0: every core")
     p.add_argument("--seed", type=int, default=1)
@@ -52,7 +53,8 @@ def run_one(args, optimizer, batch):
            "--schedule", "poly", "--threads", str(args.threads), "--seed", str(args.seed),
            "--out", run_dir, "--json"]
     if optimizer == "lars":
-        cmd += ["--warmup-epochs", str(args.warmup_epochs)]
+        cmd += ["--warmup-epochs", str(args.warmup_epochs),
+                "--trust-coefficient", str(args.trust_coefficient)]
     else:
         cmd += ["--warmup-steps", "0"]
     if args.data:
@@ -71,6 +73,7 @@ def run_one(args, optimizer, batch):
     return {"optimizer": optimizer, "batch": batch, "lr_at_base_batch": lr,
             "lr": lr * batch / args.base_batch, "epochs": args.epochs,
             "warmup_epochs": args.warmup_epochs if optimizer == "lars" else 0,
+            "trust_coefficient": args.trust_coefficient if optimizer == "lars" else None,
             "test_accuracy": accuracies, "wall_s": round(time.time() - t0, 1),
             "command": " ".join(cmd)}
 
