@@ -15,6 +15,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu/cpu_features.h"
+
+// Every function below is compiled for AVX2 and FMA, whatever the build's target (see
+// cpu_features.h); conv2d_winograd_supported refuses a CPU without them.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
 namespace epoch::cpu {
 
 using kernels::Conv2dDims;
@@ -107,6 +114,19 @@ inline void gradient_column(const __m256 y[4], __m256 m[6]) {
 
 inline bool inside(i64 i, i64 n) { return i >= 0 && i < n; }
 
+// The second pass of a 2-D transform: each row of t (the first pass's output, column by column)
+// through `column`, which gives 6 values; value j of row i goes to out[(i * 6 + j) * stride].
+template <int Rows, int Cols, typename Column>
+inline void rows_to_positions(__m256 (&t)[Rows][Cols], Column column, float* out, i64 stride) {
+#pragma GCC unroll 6
+  for (int i = 0; i < Rows; ++i) {
+    __m256 r[6];
+    column(t[i], r);
+#pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j) _mm256_storeu_ps(out + (i * 6 + j) * stride, r[j]);
+  }
+}
+
 // V = B^T d B of the 6x6 tile of `plane` ((rows, cols, 8)) whose top-left pixel is (i0, j0),
 // zero outside the plane; position p goes to v[p * stride]. The loops are unrolled (GCC keeps
 // the columns in registers then), and a tile wholly inside the plane loads without checks.
@@ -126,13 +146,8 @@ inline void input_tile_of(const float* plane, i64 rows, i64 cols, i64 i0, i64 j0
 #pragma GCC unroll 6
     for (int i = 0; i < 6; ++i) t[i][j] = r[i];
   }
-#pragma GCC unroll 6
-  for (int i = 0; i < 6; ++i) {
-    __m256 r[6];
-    input_column(t[i], r);
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; ++j) _mm256_storeu_ps(v + (i * 6 + j) * stride, r[j]);
-  }
+  rows_to_positions(
+      t, [](const __m256* d, __m256* r) { input_column(d, r); }, v, stride);
 }
 
 inline void input_tile(const float* plane, i64 rows, i64 cols, i64 i0, i64 j0, float* v,
@@ -188,13 +203,8 @@ inline void gradient_tile(const float* plane, i64 rows, i64 cols, i64 i0, i64 j0
 #pragma GCC unroll 6
     for (int i = 0; i < 6; ++i) t[i][j] = m[i];
   }
-#pragma GCC unroll 6
-  for (int i = 0; i < 6; ++i) {
-    __m256 m[6];
-    gradient_column(t[i], m);
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; ++j) _mm256_storeu_ps(dm + (i * 6 + j) * stride, m[j]);
-  }
+  rows_to_positions(
+      t, [](const __m256* y, __m256* m) { gradient_column(y, m); }, dm, stride);
 }
 
 // ---- the matrix products ----
@@ -315,9 +325,9 @@ void weights_gradient(const float* dU, i64 K, i64 C, float* dw) {
 }  // namespace
 
 bool conv2d_winograd_supported(const Conv2dDims& d) {
-  return d.KH == 3 && d.KW == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 &&
-         d.dilation_w == 1 && d.groups == 1 && d.pad_h >= 0 && d.pad_h <= 2 && d.pad_w >= 0 &&
-         d.pad_w <= 2 && d.C % kB == 0 && d.OC % kB == 0 && d.C > 0 && d.OC > 0;
+  return cpu_has_avx2_fma() && d.KH == 3 && d.KW == 3 && d.stride_h == 1 && d.stride_w == 1 &&
+         d.dilation_h == 1 && d.dilation_w == 1 && d.groups == 1 && d.pad_h >= 0 && d.pad_h <= 2 &&
+         d.pad_w >= 0 && d.pad_w <= 2 && d.C % kB == 0 && d.OC % kB == 0 && d.C > 0 && d.OC > 0;
 }
 
 void conv2d_winograd_forward(const Conv2dDims& d, const float* x, const float* w, const float* b,
@@ -422,3 +432,5 @@ void conv2d_winograd_backward(const Conv2dDims& d, const float* dy, const float*
 }
 
 }  // namespace epoch::cpu
+
+#pragma GCC pop_options

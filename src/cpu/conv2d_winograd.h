@@ -23,7 +23,8 @@ namespace epoch::cpu {
 inline constexpr const char* kWinogradImpl = "epoch_winograd_f4x4_3x3:avx2";
 
 /// True when the kernels below take these sizes: 3x3, unit stride and dilation, one group,
-/// padding at most 2, and input and output channels multiples of 8.
+/// padding at most 2, and input and output channels multiples of 8; and the CPU has AVX2 and
+/// FMA.
 bool conv2d_winograd_supported(const kernels::Conv2dDims& d);
 
 /// y = conv(x, w) + b, then max(0, y) when relu.

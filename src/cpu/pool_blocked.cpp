@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/cpu_features.h"
 #include "epoch/tensor/error.h"
 
 namespace epoch::cpu {
@@ -50,9 +51,12 @@ int forward_row(const Pool2dDims& d, const float* rows, float* y, std::uint8_t* 
   return nan_seen;
 }
 
-// 2x2 windows, the common case, eight lanes per AVX2 vector: plain comparisons (a NaN after the
-// first position would lose), and a row whose window sums are not finite (a NaN, or infinities)
-// is redone by the NaN-aware forward_row.
+// 2x2 windows, the common case, eight lanes per AVX2 vector (compiled for AVX2 whatever the
+// build's target, and called only where the CPU has it: cpu_features.h): plain comparisons (a
+// NaN after the first position would lose), and a row whose window sums are not finite (a NaN,
+// or infinities) is redone by the NaN-aware forward_row.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
 template <int B>
 int forward_row_2x2(const Pool2dDims& d, const float* rows, float* y, std::uint8_t* ws) {
   const std::int64_t row = d.W * B, OW = d.OW;
@@ -85,12 +89,13 @@ int forward_row_2x2(const Pool2dDims& d, const float* rows, float* y, std::uint8
   }
   return unusual;
 }
+#pragma GCC pop_options
 
 template <int B>
 void forward(const Pool2dDims& d, const float* x, float* y, std::uint8_t* ws) {
   const std::int64_t blocks = d.planes / B;  // N * C/b
   const std::int64_t in_plane = d.H * d.W * B, out_plane = d.OH * d.OW * B;
-  const bool two = d.KH == 2 && d.KW == 2;
+  const bool two = d.KH == 2 && d.KW == 2 && cpu_has_avx2_fma();
 #pragma omp parallel for collapse(2) schedule(static) if (d.planes * d.H * d.W > kSerialWork)
   for (std::int64_t p = 0; p < blocks; ++p)
     for (std::int64_t oh = 0; oh < d.OH; ++oh) {

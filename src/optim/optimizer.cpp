@@ -27,6 +27,30 @@ void check_beta(const std::string& optimizer, const char* name, float value) {
               (std::string(name) + " must be in [0, 1)").c_str(), value);
 }
 
+// The checks Adam and LAMB share.
+void check_adam_like(const std::string& optimizer, float beta1, float beta2, float eps,
+                     float weight_decay) {
+  check_beta(optimizer, "beta1", beta1);
+  check_beta(optimizer, "beta2", beta2);
+  check_nonnegative(optimizer, "eps", eps);
+  check_nonnegative(optimizer, "weight_decay", weight_decay);
+}
+
+// The next value of a parameter's i32 step counter (which the caller stores after the update),
+// and the bias corrections for it in double (PyTorch computes them in Python floats; the caller
+// rounds what it passes on once): 1 - beta1^t and sqrt(1 - beta2^t).
+struct NextStep {
+  std::int32_t t;
+  double bias1, sqrt_bias2;
+};
+NextStep next_step(std::int32_t current, const std::string& optimizer, float beta1, float beta2) {
+  EPOCH_CHECK(current < std::numeric_limits<std::int32_t>::max(), optimizer,
+              ": step counter overflow");
+  const std::int32_t t = current + 1;
+  return {t, 1.0 - std::pow(static_cast<double>(beta1), t),
+          std::sqrt(1.0 - std::pow(static_cast<double>(beta2), t))};
+}
+
 Tensor scalar_i32(std::int64_t value) {
   const std::int32_t v = static_cast<std::int32_t>(value);
   return Tensor::from_ints({}, std::span<const std::int32_t>(&v, 1));
@@ -200,10 +224,7 @@ Adam::Adam(NamedTensors params, float lr, float beta1, float beta2, float eps, f
       eps_(eps),
       weight_decay_(weight_decay),
       decoupled_(decoupled) {
-  check_beta(name(), "beta1", beta1);
-  check_beta(name(), "beta2", beta2);
-  check_nonnegative(name(), "eps", eps);
-  check_nonnegative(name(), "weight_decay", weight_decay);
+  check_adam_like(name(), beta1, beta2, eps, weight_decay);
   exp_avg_ = add_buffer("exp_avg");
   exp_avg_sq_ = add_buffer("exp_avg_sq", BufferValues::non_negative);
   param_step_ = add_buffer("param_step", BufferValues::counter);
@@ -211,11 +232,7 @@ Adam::Adam(NamedTensors params, float lr, float beta1, float beta2, float eps, f
 
 void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
   std::int32_t& t = buffer(param_step_, i).data<std::int32_t>()[0];
-  EPOCH_CHECK(t < std::numeric_limits<std::int32_t>::max(), name(), ": step counter overflow");
-  const std::int32_t next = t + 1;
-  // Bias corrections in double, rounded once (PyTorch computes them in Python floats).
-  const double bias1 = 1.0 - std::pow(static_cast<double>(beta1_), next);
-  const double sqrt_bias2 = std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), next));
+  const NextStep next = next_step(t, name(), beta1_, beta2_);
   // The step counter stays on the host; only the rounded scalars go to the kernel.
   ops::adam_step_(param, grad, buffer(exp_avg_, i), buffer(exp_avg_sq_, i),
                   {.lr = lr(),
@@ -224,9 +241,9 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
                    .eps = eps_,
                    .weight_decay = decay_for(i, weight_decay_),
                    .decoupled = decoupled_,
-                   .step_size = static_cast<float>(lr() / bias1),
-                   .sqrt_bias2 = static_cast<float>(sqrt_bias2)});
-  t = next;
+                   .step_size = static_cast<float>(lr() / next.bias1),
+                   .sqrt_bias2 = static_cast<float>(next.sqrt_bias2)});
+  t = next.t;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,10 +318,7 @@ Lamb::Lamb(NamedTensors params, float lr, float beta1, float beta2, float eps, f
       beta2_(beta2),
       eps_(eps),
       weight_decay_(weight_decay) {
-  check_beta(name(), "beta1", beta1);
-  check_beta(name(), "beta2", beta2);
-  check_nonnegative(name(), "eps", eps);
-  check_nonnegative(name(), "weight_decay", weight_decay);
+  check_adam_like(name(), beta1, beta2, eps, weight_decay);
   exp_avg_ = add_buffer("exp_avg");
   exp_avg_sq_ = add_buffer("exp_avg_sq", BufferValues::non_negative);
   param_step_ = add_buffer("param_step", BufferValues::counter);
@@ -312,25 +326,22 @@ Lamb::Lamb(NamedTensors params, float lr, float beta1, float beta2, float eps, f
 
 void Lamb::update(std::size_t i, Tensor& param, const Tensor& grad) {
   std::int32_t& t = buffer(param_step_, i).data<std::int32_t>()[0];
-  EPOCH_CHECK(t < std::numeric_limits<std::int32_t>::max(), name(), ": step counter overflow");
-  const std::int32_t next = t + 1;
+  const NextStep next = next_step(t, name(), beta1_, beta2_);
   const bool adapted = !excluded_from_layer_adaptation(param);
   const float wd = adapted ? decay_for(i, weight_decay_) : 0.0f;
-  const double bias1 = 1.0 - std::pow(static_cast<double>(beta1_), next);
-  const double sqrt_bias2 = std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), next));
   Tensor direction = Tensor::empty(param.shape(), DType::f32, param.device());
   ops::lamb_direction_(param, grad, buffer(exp_avg_, i), buffer(exp_avg_sq_, i), direction,
                        {.beta1 = beta1_,
                         .beta2 = beta2_,
                         .eps = eps_,
                         .weight_decay = wd,
-                        .bias1 = static_cast<float>(bias1),
-                        .sqrt_bias2 = static_cast<float>(sqrt_bias2)});
+                        .bias1 = static_cast<float>(next.bias1),
+                        .sqrt_bias2 = static_cast<float>(next.sqrt_bias2)});
   const double ratio = adapted ? trust_ratio(std::sqrt(ops::squared_norm(param)),
                                              std::sqrt(ops::squared_norm(direction)))
                                : 1.0;
   ops::axpy_(param, direction, static_cast<float>(-lr() * ratio));
-  t = next;
+  t = next.t;
 }
 
 // ---------------------------------------------------------------------------------------------

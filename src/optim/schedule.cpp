@@ -54,7 +54,9 @@ class StepLr : public WarmupThenDecay {
   }
 };
 
-class CosineLr : public WarmupThenDecay {
+// min_lr + (base_lr - min_lr) * shape(t) over the steps after the warm-up, t from 0 to 1;
+// min_lr from total_steps on.
+class DecayToMinLr : public WarmupThenDecay {
  public:
   using WarmupThenDecay::WarmupThenDecay;
 
@@ -63,23 +65,26 @@ class CosineLr : public WarmupThenDecay {
     const std::int64_t span = c_.total_steps - c_.warmup_steps;
     if (s >= span) return c_.min_lr;
     const double t = static_cast<double>(s) / static_cast<double>(span);
-    return c_.min_lr + (static_cast<double>(c_.base_lr) - c_.min_lr) * 0.5 *
-                           (1.0 + std::cos(std::numbers::pi * t));
+    return c_.min_lr + (static_cast<double>(c_.base_lr) - c_.min_lr) * shape(t);
   }
+  /// From 1 at t = 0 down to 0 at t = 1.
+  virtual double shape(double t) const = 0;
 };
 
-class PolyLr : public WarmupThenDecay {
+class CosineLr : public DecayToMinLr {
  public:
-  using WarmupThenDecay::WarmupThenDecay;
+  using DecayToMinLr::DecayToMinLr;
 
  protected:
-  double decay(std::int64_t s) const override {
-    const std::int64_t span = c_.total_steps - c_.warmup_steps;
-    if (s >= span) return c_.min_lr;
-    const double left = 1.0 - static_cast<double>(s) / static_cast<double>(span);
-    return c_.min_lr + (static_cast<double>(c_.base_lr) - c_.min_lr) *
-                           std::pow(left, static_cast<double>(c_.power));
-  }
+  double shape(double t) const override { return 0.5 * (1.0 + std::cos(std::numbers::pi * t)); }
+};
+
+class PolyLr : public DecayToMinLr {
+ public:
+  using DecayToMinLr::DecayToMinLr;
+
+ protected:
+  double shape(double t) const override { return std::pow(1.0 - t, static_cast<double>(c_.power)); }
 };
 
 template <typename T>
