@@ -11,8 +11,8 @@
 #if EPOCH_WITH_ONEDNN
 #include "cpu/conv2d_onednn.h"
 #include "cpu/conv2d_winograd.h"
-#include "cpu/layout_onednn.h"
 #include "kernels/impl_note.h"
+#include "ops/relayout.h"
 #endif
 #if EPOCH_WITH_CUDNN
 #include "cuda/activation_cuda.h"
@@ -64,17 +64,6 @@ bool own_winograd(const kernels::Conv2dDims& d) {
          cpu::onednn::conv2d_winograd_eligible(d) && cpu::conv2d_winograd_supported(d);
 }
 
-// t with channel block `block` (0: row-major): t itself when it has it, else a reordered copy.
-Tensor with_block(const Tensor& t, std::int64_t block) {
-  if (t.channel_block() == block) return block == 0 ? t.contiguous() : t;
-  const Tensor src = t.is_blocked() ? t : t.contiguous();
-  Tensor out = block != 0 ? Tensor::empty_blocked(t.shape(), block)
-                          : Tensor::empty(t.shape(), DType::f32, t.device());
-  cpu::onednn::reorder_channel_block({t.size(0), t.size(1), t.size(2), t.size(3)},
-                                     activation_f32(src), t.channel_block(), activation_f32(out),
-                                     block);
-  return out;
-}
 #endif
 
 }  // namespace
@@ -118,12 +107,12 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
     .fast =
         [&] {
           if (own_winograd(d)) {  // in the 8-channel blocked layout it takes
-            const Tensor x8 = with_block(x, 8);
+            const Tensor x8 = relayout(x, 8);
             const Tensor y8 = Tensor::empty_blocked(y_shape, 8);
             kernels::note_impl(cpu::kWinogradImpl);
             cpu::conv2d_winograd_forward(d, activation_f32(x8), wc.f32(), bp, activation_f32(y8),
                                          p.relu);
-            y = p.blocked_output ? y8 : with_block(y8, 0);
+            y = p.blocked_output ? y8 : relayout(y8, 0);
             return;
           }
           const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
@@ -182,12 +171,12 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
     .fast =
         [&] {
           if (own_winograd(d)) {  // dx comes back in x's layout, as below
-            const Tensor x8 = with_block(x, 8), dy8 = with_block(dy, 8);
+            const Tensor x8 = relayout(x, 8), dy8 = relayout(dy, 8);
             const Tensor dx8 = need_dx ? Tensor::empty_blocked(x.shape(), 8) : Tensor();
             kernels::note_impl(cpu::kWinogradImpl);
             cpu::conv2d_winograd_backward(d, activation_f32(dy8), activation_f32(x8), wc.f32(),
                                           need_dx ? activation_f32(dx8) : nullptr, g.dw.f32(), db);
-            if (need_dx) g.dx = with_block(dx8, x.channel_block());
+            if (need_dx) g.dx = relayout(dx8, x.channel_block());
             return;
           }
           const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
