@@ -12,7 +12,8 @@ using autograd::needs_grad;
 using autograd::record;
 using Grads = std::vector<Tensor>;
 
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv2dParams& p) {
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv2dParams& p,
+              ReluGrad relu_grad) {
   const bool grad = needs_grad(x, w) || (b.defined() && b.requires_grad());
   ops::Conv2dParams fp = p;
   fp.inference = !grad;
@@ -20,11 +21,13 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv
   if (grad) {
     const bool has_bias = b.defined();
     const bool need_dx = x.requires_grad();
-    // A fused ReLU's gradient comes from y: y > 0 exactly where conv + b > 0.
+    // A fused ReLU's gradient comes from y: y > 0 exactly where conv + b > 0 (unless the
+    // pooling after it applies it).
+    const bool relu_here = p.relu && relu_grad == ReluGrad::in_layer;
     record(y, "conv2d", {x, w, b},
-           [xs = x.detach(), ws = w.detach(), ys = p.relu ? y.detach() : Tensor(), has_bias,
-            need_dx, p](const Tensor& dy) -> Grads {
-             const Tensor dz = p.relu ? ops::relu_backward(dy, ys) : dy;
+           [xs = x.detach(), ws = w.detach(), ys = relu_here ? y.detach() : Tensor(), has_bias,
+            need_dx, relu_here, p](const Tensor& dy) -> Grads {
+             const Tensor dz = relu_here ? ops::relu_backward(dy, ys) : dy;
              ops::Conv2dGrads g = ops::conv2d_backward(dz, xs, ws, has_bias, p, need_dx);
              return {g.dx, g.dw, g.db};
            });
@@ -32,13 +35,13 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv
   return y;
 }
 
-Tensor max_pool2d(const Tensor& x, const ops::Pool2dParams& p) {
+Tensor max_pool2d(const Tensor& x, const ops::Pool2dParams& p, bool through_relu) {
   ops::MaxPoolResult r = ops::max_pool2d_forward(x, p);
   Tensor y = r.y;
   if (needs_grad(x)) {
     r.y = r.y.detach();
-    record(y, "max_pool2d", {x}, [xs = x.detach(), r, p](const Tensor& dy) -> Grads {
-      return {ops::max_pool2d_backward(dy, xs, r, p)};
+    record(y, "max_pool2d", {x}, [xs = x.detach(), r, p, through_relu](const Tensor& dy) -> Grads {
+      return {ops::max_pool2d_backward(dy, xs, r, p, through_relu)};
     });
   }
   return y;

@@ -11,16 +11,18 @@ using autograd::needs_grad;
 using autograd::record;
 using Grads = std::vector<Tensor>;
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, ReluGrad relu_grad) {
   Tensor y = ops::linear_forward(x, w, b, relu);
   if (needs_grad(x, w) || (b.defined() && b.requires_grad())) {
     const bool has_bias = b.defined();
     const bool need_dx = x.requires_grad();
-    // A fused ReLU's gradient comes from y: y > 0 exactly where x w^T + b > 0.
+    // A fused ReLU's gradient comes from y: y > 0 exactly where x w^T + b > 0 (unless the
+    // pooling after it applies it).
+    const bool relu_here = relu && relu_grad == ReluGrad::in_layer;
     record(y, "linear", {x, w, b},
-           [xs = x.detach(), ws = w.detach(), ys = relu ? y.detach() : Tensor(), has_bias, need_dx,
-            relu](const Tensor& dy) -> Grads {
-             const Tensor dz = relu ? ops::relu_backward(dy, ys) : dy;
+           [xs = x.detach(), ws = w.detach(), ys = relu_here ? y.detach() : Tensor(), has_bias,
+            need_dx, relu_here](const Tensor& dy) -> Grads {
+             const Tensor dz = relu_here ? ops::relu_backward(dy, ys) : dy;
              ops::LinearGrads g = ops::linear_backward(dz, xs, ws, has_bias, need_dx);
              return {g.dx, g.dw, g.db};
            });

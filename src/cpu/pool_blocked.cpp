@@ -108,23 +108,76 @@ void forward(const Pool2dDims& d, const float* x, float* y, std::uint8_t* ws) {
     }
 }
 
+// Each input position of the tiled region belongs to one window: it gets that window's dy when
+// it holds the recorded maximum (and, with a mask, when the window's output is > 0), else 0,
+// written once. One output row of one channel block; the portable loop first, then the same in
+// AVX2 (GCC leaves the byte comparison scalar).
 template <int B>
-void backward(const Pool2dDims& d, const float* dy, const std::uint8_t* ws, float* dx) {
+void backward_row(const Pool2dDims& d, const float* dy, const float* y_mask, const std::uint8_t* ws,
+                  float* dx) {
+  const std::int64_t row = d.W * B;
+  for (std::int64_t ow = 0; ow < d.OW; ++ow)
+    for (std::int64_t kh = 0; kh < d.KH; ++kh)
+      for (std::int64_t kw = 0; kw < d.KW; ++kw) {
+        const auto at = static_cast<std::uint8_t>(kh * d.KW + kw);
+        float* out = dx + kh * row + (ow * d.KW + kw) * B;
+        for (int c = 0; c < B; ++c) {
+          const std::int64_t o = ow * B + c;
+          const bool open = y_mask == nullptr || y_mask[o] > 0.0f;
+          out[c] = ws[o] == at && open ? dy[o] : 0.0f;
+        }
+      }
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+template <int B>
+void backward_row_avx2(const Pool2dDims& d, const float* dy, const float* y_mask,
+                       const std::uint8_t* ws, float* dx) {
+  const std::int64_t row = d.W * B;
+  const __m256 zero = _mm256_setzero_ps();
+  for (std::int64_t ow = 0; ow < d.OW; ++ow)
+    for (int h = 0; h < B; h += 8) {
+      const std::int64_t o = ow * B + h;
+      __m256 g = _mm256_loadu_ps(dy + o);
+      if (y_mask != nullptr)
+        g = _mm256_and_ps(g, _mm256_cmp_ps(_mm256_loadu_ps(y_mask + o), zero, _CMP_GT_OQ));
+      const __m256i at = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ws + o)));  // eight bytes -> words
+      for (std::int64_t kh = 0; kh < d.KH; ++kh)
+        for (std::int64_t kw = 0; kw < d.KW; ++kw) {
+          const __m256i here =
+              _mm256_cmpeq_epi32(at, _mm256_set1_epi32(static_cast<int>(kh * d.KW + kw)));
+          _mm256_storeu_ps(dx + kh * row + (ow * d.KW + kw) * B + h,
+                           _mm256_and_ps(g, _mm256_castsi256_ps(here)));
+        }
+    }
+}
+#pragma GCC pop_options
+
+// Rows and columns past the last window get 0.
+template <int B>
+void backward(const Pool2dDims& d, const float* dy, const float* y_mask, const std::uint8_t* ws,
+              float* dx) {
   const std::int64_t blocks = d.planes / B;
   const std::int64_t in_plane = d.H * d.W * B, out_plane = d.OH * d.OW * B;
-  std::int64_t offset[256];  // window position kh * KW + kw -> floats from the window's corner
-  for (std::int64_t at = 0; at < d.KH * d.KW; ++at) offset[at] = (at / d.KW * d.W + at % d.KW) * B;
-#pragma omp parallel for schedule(static) if (d.planes * d.H * d.W > kSerialWork)
-  for (std::int64_t p = 0; p < blocks; ++p) {
-    float* dxp = dx + p * in_plane;
-    std::fill(dxp, dxp + in_plane, 0.0f);
-    for (std::int64_t oh = 0; oh < d.OH; ++oh)
-      for (std::int64_t ow = 0; ow < d.OW; ++ow) {
-        const std::int64_t o = p * out_plane + (oh * d.OW + ow) * B;
-        float* corner = dxp + (oh * d.KH * d.W + ow * d.KW) * B;
-        for (int c = 0; c < B; ++c) corner[offset[ws[o + c]] + c] = dy[o + c];
-      }
-  }
+  const std::int64_t tiled_w = d.OW * d.KW;
+  const bool avx2 = cpu_has_avx2_fma();
+#pragma omp parallel for collapse(2) schedule(static) if (d.planes * d.H * d.W > kSerialWork)
+  for (std::int64_t p = 0; p < blocks; ++p)
+    for (std::int64_t oh = 0; oh < d.OH; ++oh) {
+      const std::int64_t o = p * out_plane + oh * d.OW * B;
+      float* rows = dx + p * in_plane + oh * d.KH * d.W * B;
+      const float* mask = y_mask != nullptr ? y_mask + o : nullptr;
+      if (avx2)
+        backward_row_avx2<B>(d, dy + o, mask, ws + o, rows);
+      else
+        backward_row<B>(d, dy + o, mask, ws + o, rows);
+      for (std::int64_t kh = 0; kh < d.KH; ++kh)
+        std::fill(rows + (kh * d.W + tiled_w) * B, rows + (kh + 1) * d.W * B, 0.0f);
+    }
+  for (std::int64_t p = 0; p < blocks; ++p)
+    std::fill(dx + p * in_plane + d.OH * d.KH * d.W * B, dx + (p + 1) * in_plane, 0.0f);
 }
 
 void check(const Pool2dDims& d, std::int64_t block) {
@@ -150,12 +203,12 @@ void max_pool2d_blocked_forward(const Pool2dDims& d, std::int64_t block, const f
 }
 
 void max_pool2d_blocked_backward(const Pool2dDims& d, std::int64_t block, const float* dy,
-                                 const std::uint8_t* ws, float* dx) {
+                                 const float* y_mask, const std::uint8_t* ws, float* dx) {
   check(d, block);
   if (block == 8)
-    backward<8>(d, dy, ws, dx);
+    backward<8>(d, dy, y_mask, ws, dx);
   else
-    backward<16>(d, dy, ws, dx);
+    backward<16>(d, dy, y_mask, ws, dx);
 }
 
 }  // namespace epoch::cpu

@@ -22,9 +22,11 @@ void max_pool2d_blocked_forward(const kernels::Pool2dDims& d, std::int64_t block
                                 float* y,           // (N, C/b, OH, OW, b)
                                 std::uint8_t* ws);  // (N, C/b, OH, OW, b)
 
-/// dx = dy scattered onto the recorded maxima, zero elsewhere (overwrites dx).
+/// dx = dy scattered onto the recorded maxima, zero elsewhere (overwrites dx). With y_mask
+/// (the forward's y), only where y > 0: the gradient of a ReLU before the pooling as well.
 void max_pool2d_blocked_backward(const kernels::Pool2dDims& d, std::int64_t block,
                                  const float* dy,         // (N, C/b, OH, OW, b)
+                                 const float* y_mask,     // (N, C/b, OH, OW, b) or nullptr
                                  const std::uint8_t* ws,  // from the forward
                                  float* dx);              // (N, C/b, H, W, b)
 

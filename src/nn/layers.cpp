@@ -51,7 +51,8 @@ Tensor Conv2d::forward_in_chain(const Tensor& x, const ChainLink& link) {
   ops::Conv2dParams p = params_;
   p.blocked_output = link.next_takes_blocked;
   p.relu = link.relu;
-  return conv2d(x, weight, bias, p);
+  return conv2d(x, weight, bias, p,
+                link.relu_grad_by_next ? ReluGrad::by_next_max_pool : ReluGrad::in_layer);
 }
 
 Shape Conv2d::output_shape(const Shape& in) const {
@@ -94,7 +95,8 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool has_bia
 Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
 
 Tensor Linear::forward_in_chain(const Tensor& x, const ChainLink& link) {
-  return linear(x, weight, bias, link.relu);
+  return linear(x, weight, bias, link.relu,
+                link.relu_grad_by_next ? ReluGrad::by_next_max_pool : ReluGrad::in_layer);
 }
 
 Shape Linear::output_shape(const Shape& in) const {
@@ -163,6 +165,13 @@ std::shared_ptr<Pool2d> Pool2d::max_same(std::int64_t k, std::int64_t stride, st
 
 Tensor Pool2d::forward(const Tensor& x) {
   return kind_ == PoolKind::max ? max_pool2d(x, params_) : avg_pool2d(x, params_);
+}
+
+Tensor Pool2d::forward_in_chain(const Tensor& x, const ChainLink& link) {
+  EPOCH_CHECK(!link.through_relu || kind_ == PoolKind::max,
+              "Pool2d: only max pooling takes a ReLU's gradient");
+  return kind_ == PoolKind::max ? max_pool2d(x, params_, link.through_relu)
+                                : avg_pool2d(x, params_);
 }
 
 Shape Pool2d::output_shape(const Shape& in) const {

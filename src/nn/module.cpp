@@ -116,13 +116,19 @@ Sequential& Sequential::add(const std::string& name, std::shared_ptr<Module> mod
 Tensor forward_in_order(const Module& chain, const Tensor& x) {
   Tensor h = x;
   const auto& links = chain.children();
+  bool relu_grad_pending = false;  // the link before fused a ReLU and left its gradient here
   for (std::size_t i = 0; i < links.size(); ++i) {
     Module& link = *links[i].second;
     if (h.is_blocked() && !link.takes_blocked()) h = to_row_major(h);
     Module::ChainLink hints;
+    hints.through_relu = relu_grad_pending;
+    relu_grad_pending = false;
     if (link.fuses_relu() && i + 1 < links.size() && links[i + 1].second->is_relu()) {
       hints.relu = true;
       ++i;  // the ReLU runs inside this link
+      // ... and its gradient in the pooling after it, which sees this output alone
+      hints.relu_grad_by_next = relu_grad_pending =
+          i + 1 < links.size() && links[i + 1].second->takes_relu_grad();
     }
     hints.next_takes_blocked = i + 1 < links.size() && links[i + 1].second->takes_blocked();
     h = link.forward_in_chain(h, hints);

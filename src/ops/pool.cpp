@@ -4,6 +4,7 @@
 
 #include "cpu/pool_blocked.h"
 #include "cpu/pool_cpu.h"
+#include "epoch/ops/activation.h"
 #include "epoch/ops/layout.h"
 #include "kernels/args.h"
 #include "ops/dispatch.h"
@@ -119,7 +120,7 @@ MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
 }
 
 Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResult& fwd,
-                           const Pool2dParams& p) {
+                           const Pool2dParams& p, bool through_relu) {
   check_f32("max_pool2d_backward", "dy", dy);
   check_f32("max_pool2d_backward", "x", x);
   const kernels::Pool2dDims d = pool_dims("max_pool2d_backward", x.shape(), p);
@@ -130,8 +131,12 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
               "max_pool2d_backward: the forward result does not belong to x ",
               shape_str(x.shape()));
   const Device dev = common_device("max_pool2d_backward", dy, x, fwd.indices);
-  // dy in the layout the forward ran in (its y's).
-  const Tensor dyc = to_channel_block(dy, fwd.channel_block);
+  // dy in the layout the forward ran in (its y's). Through a ReLU, the blocked kernel masks dy
+  // itself; the others take dy masked first (a pass over the output, a fraction of the input).
+  const bool mask_in_kernel = through_relu && fwd.channel_block != 0 && dev.is_cpu();
+  const Tensor dyc = through_relu && !mask_in_kernel
+                         ? relu_backward(to_channel_block(dy, fwd.channel_block), fwd.y)
+                         : to_channel_block(dy, fwd.channel_block);
   Tensor dx = fwd.channel_block != 0 ? Tensor::empty_blocked(x.shape(), fwd.channel_block)
                                      : Tensor::empty(x.shape(), DType::f32, dev);
   dispatch("max_pool2d_backward", dev, {
@@ -146,6 +151,7 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
                         "max_pool2d_backward: indices ", shape_str(fwd.indices.shape()),
                         " are not the blocked forward's workspace");
             cpu::max_pool2d_blocked_backward(d, fwd.channel_block, dyc.blocked_f32(),
+                                             mask_in_kernel ? fwd.y.blocked_f32() : nullptr,
                                              fwd.indices.data<std::uint8_t>(), dx.blocked_f32());
             return;
           }

@@ -136,6 +136,33 @@ TEST(BlockedOps, TiledMaxPoolEqualsRowMajorWithTiesAndNaN) {
   }
 }
 
+// Through a ReLU, the pooling's gradient is also the ReLU's: relu_backward after it, the same
+// bits, on the blocked kernel (masked inside) and on the others (dy masked first), for windows
+// that are all zero, ties at zero and negative gradients.
+TEST(BlockedOps, MaxPoolBackwardThroughReluEqualsReluBackwardAfterIt) {
+  // 7x9: a row and a column past the last 2x2 window
+  Tensor x = ops::relu_forward(testing::random_tensor({2, 16, 7, 9}, 8));
+  float* p = x.f32();
+  p[0] = p[1] = p[9] = p[10] = 0.0f;  // a window of zeros: no gradient
+  p[18] = p[19] = 0.0f;               // a tie at zero beside other values
+  for (const bool tiled : {true, false}) {
+    ops::Pool2dParams pp;
+    pp.kernel_h = pp.kernel_w = tiled ? 2 : 3;
+    pp.stride_h = pp.stride_w = 2;
+    const Shape y_shape = ops::max_pool2d_forward(x, pp).y.shape();
+    const Tensor dy = testing::random_tensor(y_shape, 10);
+    for (std::int64_t block : {0, 8, 16}) {
+      const Tensor xb = block == 0 ? x : x.to_channel_block(block);
+      const ops::MaxPoolResult r = ops::max_pool2d_forward(xb, pp);
+      const Tensor expected = ops::relu_backward(ops::max_pool2d_backward(dy, xb, r, pp), xb);
+      const Tensor got = ops::max_pool2d_backward(dy, xb, r, pp, true);
+      EXPECT_EQ(got.channel_block(), expected.channel_block());
+      expect_same_bits(got, expected,
+                       std::string(tiled ? "2x2" : "3x3") + " block " + std::to_string(block));
+    }
+  }
+}
+
 TEST(BlockedOps, OverlappingMaxPoolOfABlockedInputRunsRowMajor) {
   const Tensor x = testing::random_tensor({2, 16, 7, 7}, 7);
   ops::Pool2dParams pp;
@@ -213,10 +240,11 @@ TEST(BlockedChain, KeepsTheLayoutBetweenLayersThatTakeIt) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)
     expect_same_bits(a[i], b[i], "output/grad " + std::to_string(i));
-  int reorders = 0, relus = 0, pools = 0;
+  int reorders = 0, relus = 0, relu_grads = 0, pools = 0;
   for (const ops::KernelRecord& r : records) {
     reorders += r.op == "to_channel_block" ? 1 : 0;
     relus += r.op == "relu_forward" ? 1 : 0;
+    relu_grads += r.op == "relu_backward" ? 1 : 0;
     if (r.op == "max_pool2d_forward") {
       ++pools;
       EXPECT_EQ(r.impl, "epoch:max_pool_blocked");
@@ -224,6 +252,7 @@ TEST(BlockedChain, KeepsTheLayoutBetweenLayersThatTakeIt) {
   }
   EXPECT_EQ(reorders, 0);
   EXPECT_EQ(relus, 0) << "both ReLUs fused into their convolutions";
+  EXPECT_EQ(relu_grads, 1) << "relu1's gradient taken by pool1, relu2's by conv2";
   EXPECT_EQ(pools, 1);
 }
 #endif

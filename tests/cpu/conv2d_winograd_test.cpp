@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cpu/conv2d_cpu.h"
+#include "cpu/cpu_features.h"
 
 namespace epoch {
 namespace {
@@ -121,7 +122,12 @@ Outputs reference(const kernels::Conv2dDims& d, const Inputs& in, bool relu) {
   return r;
 }
 
-class WinogradTest : public ::testing::TestWithParam<Case> {};
+class WinogradTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (!cpu::cpu_has_avx2_fma()) GTEST_SKIP() << "the kernels need AVX2 and FMA";
+  }
+};
 
 TEST_P(WinogradTest, MatchesTheReferenceConvolution) {
   const kernels::Conv2dDims d = dims_of(GetParam());
@@ -170,7 +176,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, WinogradTest, ::testing::ValuesIn(cases()),
 
 TEST(WinogradSupport, TakesOnlyWhatTheKernelsHandle) {
   kernels::Conv2dDims d = dims_of({"base", 1, 16, 8, 8, 16, 1, 1});
-  EXPECT_TRUE(cpu::conv2d_winograd_supported(d));
+  EXPECT_EQ(cpu::conv2d_winograd_supported(d), cpu::cpu_has_avx2_fma()) << "only with AVX2";
   kernels::Conv2dDims s = d;
   s.stride_h = 2;
   EXPECT_FALSE(cpu::conv2d_winograd_supported(s)) << "stride";

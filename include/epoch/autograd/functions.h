@@ -13,12 +13,22 @@
 namespace epoch {
 
 // Layers
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv2dParams& p);
-Tensor max_pool2d(const Tensor& x, const ops::Pool2dParams& p);
+/// Who takes the gradient of a ReLU fused into a layer (Conv2dParams::relu, linear's relu):
+/// the layer itself, from its output, or the max pooling its output goes to (max_pool2d with
+/// through_relu), which masks its own gradient by its output > 0: the same values, one pass
+/// fewer over the activation. Only a caller whose layer output feeds that pooling and nothing
+/// else may pass by_next_max_pool (nn::forward_in_order does, for a ReLU between the two).
+enum class ReluGrad { in_layer, by_next_max_pool };
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ops::Conv2dParams& p,
+              ReluGrad relu_grad = ReluGrad::in_layer);
+/// through_relu: x is a ReLU's output whose gradient this pooling's backward also applies
+/// (ops::max_pool2d_backward); the layer before it passed ReluGrad::by_next_max_pool.
+Tensor max_pool2d(const Tensor& x, const ops::Pool2dParams& p, bool through_relu = false);
 Tensor avg_pool2d(const Tensor& x, const ops::Pool2dParams& p);
 Tensor global_avg_pool2d(const Tensor& x);
 /// relu: max(0, x w^T + b) as one op (fused on the CPU fast path; see ops::linear_forward).
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu = false);
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu = false,
+              ReluGrad relu_grad = ReluGrad::in_layer);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor bias_add(const Tensor& x, const Tensor& b);
 /// Updates running statistics in place when training.

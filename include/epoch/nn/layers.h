@@ -75,7 +75,9 @@ class Pool2d : public Module {
   static std::shared_ptr<Pool2d> max_same(std::int64_t k, std::int64_t stride, std::int64_t in_h,
                                           std::int64_t in_w);
   Tensor forward(const Tensor& x) override;
+  Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   bool takes_blocked() const override { return kind_ == PoolKind::max; }
+  bool takes_relu_grad() const override { return kind_ == PoolKind::max; }
   Shape output_shape(const Shape& input) const override;
   std::string describe() const override;
 

@@ -33,12 +33,20 @@ class Module {
   /// True for a ReLU, which the link before it may absorb (fuses_relu).
   virtual bool is_relu() const { return false; }
   /// True when forward_in_chain can apply a ReLU to its output itself (a convolution's
-  /// post-op): forward_in_order then skips the ReLU link that follows.
+  /// post-op): forward_in_order then skips the ReLU link that follows. Such a link honours
+  /// ChainLink::relu_grad_by_next.
   virtual bool fuses_relu() const { return false; }
+  /// True when forward_in_chain can also take the gradient of a ReLU just before it (a max
+  /// pooling: ChainLink::through_relu).
+  virtual bool takes_relu_grad() const { return false; }
   /// What a chain tells one of its links (forward_in_order).
   struct ChainLink {
     bool next_takes_blocked = false;  // the output may stay channel-blocked
     bool relu = false;                // apply the following ReLU link too (fuses_relu)
+    bool relu_grad_by_next = false;   // ... but leave its gradient to the next link, which
+                                      // is given through_relu
+    bool through_relu = false;        // the input is a fused ReLU's output whose gradient
+                                      // this link's backward applies (takes_relu_grad)
   };
   /// forward(x) as one link of a chain. Default: forward(x) (a module that fuses_relu or
   /// takes_blocked overrides it).

@@ -30,9 +30,12 @@ struct MaxPoolResult {
 
 /// Max pooling; padded positions never win. x (N, C, H, W).
 MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p);
-/// dx (N, C, H, W) from dy (N, C, OH, OW); ties go to the first maximum.
+/// dx (N, C, H, W) from dy (N, C, OH, OW); ties go to the first maximum. through_relu: x is
+/// a ReLU's output and dx is also that ReLU's gradient, dy counting only where fwd.y > 0 (the
+/// recorded maximum is x > 0 exactly there): the same values as relu_backward after this, with
+/// no pass of its own over x.
 Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResult& fwd,
-                           const Pool2dParams& p);
+                           const Pool2dParams& p, bool through_relu = false);
 
 /// Average pooling. x (N, C, H, W) -> (N, C, OH, OW).
 Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p);
