@@ -100,6 +100,25 @@ void bias_add_forward(const float* x, const float* b, float* y, std::int64_t out
 
 void bias_add_backward(const float* dy, float* db, std::int64_t outer, std::int64_t C,
                        std::int64_t inner) {
+  if (inner == 1) {
+    // (outer, C) rows, a dense layer's dy: walk the rows, each thread summing a band of
+    // columns in double, in the same order per column (o ascending) as the loop below, so the
+    // same bits, without striding down each column.
+    constexpr std::int64_t kBand = 256;
+    const std::int64_t bands = (C + kBand - 1) / kBand;
+#pragma omp parallel for schedule(static) if (outer * C > 32768)
+    for (std::int64_t band = 0; band < bands; ++band) {
+      const std::int64_t c0 = band * kBand, width = std::min(kBand, C - c0);
+      double acc[kBand] = {};
+      for (std::int64_t o = 0; o < outer; ++o) {
+        const float* row = dy + o * C + c0;
+#pragma omp simd
+        for (std::int64_t c = 0; c < width; ++c) acc[c] += row[c];
+      }
+      for (std::int64_t c = 0; c < width; ++c) db[c0 + c] = static_cast<float>(acc[c]);
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static) if (outer * C * inner > 32768)
   for (std::int64_t c = 0; c < C; ++c) {
     double s = 0.0;
