@@ -48,6 +48,16 @@ if(TURBOJPEG_INCLUDE_DIR AND TURBOJPEG_LIBRARY)
 endif()
 epoch_need(epoch_turbojpeg_found libturbojpeg0-dev)
 
+# MPI for data-parallel training (Open MPI; always built, a plain run never calls it), and its
+# launcher for the multi-process tests and `mpirun -np N epoch train`.
+find_package(Threads QUIET)
+epoch_need(Threads_FOUND g++)
+set(MPI_CXX_SKIP_MPICXX ON)  # the C API from C++, not the deprecated C++ bindings
+find_package(MPI QUIET COMPONENTS CXX)
+epoch_need(MPI_CXX_FOUND libopenmpi-dev)
+find_program(EPOCH_MPIRUN NAMES mpirun mpiexec)
+epoch_need(EPOCH_MPIRUN openmpi-bin)
+
 # Fuzzing (make fuzz): libFuzzer comes with clang; every target is instrumented for coverage
 # and built with AddressSanitizer and UndefinedBehaviorSanitizer.
 option(EPOCH_FUZZ "Build the libFuzzer targets in tests/fuzz (needs clang)" OFF)

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "epoch/data/loader.h"
+#include "epoch/dist/process_group.h"
 #include "epoch/train/config_fields.h"
 #include "epoch/train/recipe.h"
 #include "epoch/train/trainer.h"
@@ -85,7 +86,8 @@ train::TrainConfig resumed_config(const TrainOptions& o) {
     EPOCH_THROW(ConfigError, "--resume ", o.resume_dir,
                 " continues the run as it was started; flags would change ", conflicts,
                 ": drop them, or start a new run with another --out");
-  if (c.run.epochs != stored.run.epochs && stored.schedule.kind != optim::ScheduleKind::constant)
+  if (c.run.epochs != stored.run.epochs && stored.schedule.kind != optim::ScheduleKind::constant &&
+      dist::ProcessGroup::world().rank() == 0)
     std::fprintf(stderr,
                  "epoch: warning: --epochs %lld changes the run's plan of %lld epochs: its %s "
                  "learning-rate schedule is recomputed over %lld epochs\n",
@@ -100,11 +102,18 @@ int run_train(TrainOptions& o) {
                              : resumed_config(o);
   c.run.progress_interactive = stdout_is_terminal() && !o.json;
   std::FILE* progress = o.json ? stderr : stdout;
-  if (!c.run.quiet)
-    std::fprintf(progress, "epoch: training %s%s: %s\n", c.run.model.c_str(),
+  // Under mpirun rank 0 alone prints (the trainer keeps the other ranks quiet too).
+  const dist::ProcessGroup& group = dist::ProcessGroup::world();
+  const std::string ranks =
+      group.distributed() ? " on " + std::to_string(group.size()) + " processes (global batch " +
+                                std::to_string(c.run.batch_size * group.size()) + ")"
+                          : "";
+  if (!c.run.quiet && group.rank() == 0)
+    std::fprintf(progress, "epoch: training %s%s%s: %s\n", c.run.model.c_str(), ranks.c_str(),
                  c.run.resume ? (" (resuming " + c.run.out_dir + ")").c_str() : "",
                  train::describe_recipe(c).c_str());
   const train::TrainResult r = train::train(c, progress);
+  if (group.rank() != 0) return 0;
   if (o.json) {
     nlohmann::json j = r.to_json();
     j["model"] = c.run.model;

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/omp_wait.h"
+#include "epoch/dist/process_group.h"
 #include "epoch/tensor/error.h"
 #include "epoch/tensor/warnings.h"
 
@@ -20,6 +21,22 @@ namespace {
 // alone unless EPOCH_DEBUG is set.
 std::string user_message(const char* what) {
   return std::getenv("EPOCH_DEBUG") != nullptr ? std::string(what) : epoch::without_location(what);
+}
+
+// One line on stderr and the exit code; in a job of several ranks (mpirun) the line names the
+// rank and the whole job ends (MPI_Abort), so no other rank waits forever in a collective.
+int fail(int code, const char* kind, const std::string& message) {
+  std::fflush(stdout);
+  if (epoch::dist::launched_by_mpi()) {
+    epoch::dist::ProcessGroup& group = epoch::dist::ProcessGroup::world();
+    if (group.distributed()) {
+      std::fprintf(stderr, "epoch: %s (rank %d of %d): %s\n", kind, group.rank(), group.size(),
+                   message.c_str());
+      group.abort(code);
+    }
+  }
+  std::fprintf(stderr, "epoch: %s: %s\n", kind, message.c_str());
+  return code;
 }
 
 }  // namespace
@@ -68,16 +85,12 @@ int main(int argc, char** argv) {
   } catch (const epoch::Error& e) {
     std::fflush(stdout);
     if (epoch::cli::stdout_is_terminal()) std::fputs("\n", stdout);  // end a progress bar
-    std::fprintf(stderr, "epoch: error: %s\n", user_message(e.what()).c_str());
-    return 1;
+    return fail(1, "error", user_message(e.what()));
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr,
-                 "epoch: error: out of memory (a smaller --batch-size, --threads or --workers "
-                 "needs less)\n");
-    return 1;
+    return fail(1, "error",
+                "out of memory (a smaller --batch-size, --threads or --workers needs less)");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "epoch: internal error: %s\n", e.what());
-    return 3;
+    return fail(3, "internal error", e.what());
   }
   return exit_code;
 }

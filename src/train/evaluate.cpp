@@ -33,13 +33,17 @@ EvalResult evaluate(models::Model& model, const data::ImageDataset& dataset,
 }
 
 EvalResult evaluate(models::Model& model, data::Loader& loader, std::int64_t num_samples) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(num_samples));
+  std::iota(order.begin(), order.end(), 0);
+  return evaluate(model, loader, std::move(order));
+}
+
+EvalResult evaluate(models::Model& model, data::Loader& loader, std::vector<std::int64_t> order) {
   autograd::NoGradGuard no_grad;
   nn::Module& net = model;
   const models::Task task = model.spec().task;
   const bool was_training = net.is_training();
   net.train(false);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(num_samples));
-  std::iota(order.begin(), order.end(), 0);
   loader.start_epoch(0, std::move(order));
   const Device device = net.parameters().front().second.device();
   double loss_sum = 0.0;
@@ -68,6 +72,7 @@ EvalResult evaluate(models::Model& model, data::Loader& loader, std::int64_t num
   net.train(was_training);
   EvalResult r;
   r.count = n;
+  r.correct = correct;
   r.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
   if (task != models::Task::reconstruction && n > 0)
     r.accuracy = static_cast<double>(correct) / static_cast<double>(n);

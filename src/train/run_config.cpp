@@ -53,11 +53,21 @@ TrainConfig TrainConfig::from_json(const json& j) {
 }
 
 json TrainResult::to_json() const {
-  json j{{"run_dir", run_dir},        {"checkpoint", checkpoint},
-         {"epochs", epochs},          {"steps", steps},
-         {"train_loss", train_loss},  {"test_loss", test_loss},
-         {"evaluated_on", eval_name}, {"images_per_s", images_per_s},
-         {"wall_s", wall_s}};
+  json j{{"run_dir", run_dir},
+         {"checkpoint", checkpoint},
+         {"epochs", epochs},
+         {"steps", steps},
+         {"train_loss", train_loss},
+         {"test_loss", test_loss},
+         {"evaluated_on", eval_name},
+         {"images_per_s", images_per_s},
+         {"wall_s", wall_s},
+         {"world_size", world_size},
+         {"global_batch_size", global_batch_size}};
+  if (world_size > 1) {
+    j["comm_s"] = comm_s;
+    j["comm_exposed_s"] = comm_exposed_s;
+  }
   j["test_accuracy"] = test_accuracy >= 0 ? json(test_accuracy) : json(nullptr);
   return j;
 }

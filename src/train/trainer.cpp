@@ -12,11 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/data/dataset.h"
 #include "epoch/data/loader.h"
+#include "epoch/dist/process_group.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/flat_parameters.h"
 #include "epoch/nn/layers.h"
@@ -31,6 +34,7 @@
 #include "epoch/train/run_dir.h"
 #include "epoch/train/step.h"
 #include "epoch/train/training_data.h"
+#include "train/data_parallel.h"
 
 namespace epoch::train {
 namespace fs = std::filesystem;
@@ -162,11 +166,12 @@ Device training_device(const TrainConfig& c) {
 
 /// The run's learning-rate schedule over its planned steps.
 std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
-                                                    std::int64_t steps_per_epoch) {
+                                                    std::int64_t steps_per_epoch,
+                                                    std::int64_t global_batch) {
   optim::ScheduleConfig sched = c.schedule;
-  // One process: the global batch is the batch.
-  sched.base_lr = optim::scaled_lr(c.optimizer.lr, c.schedule.lr_scaling, c.run.batch_size,
-                                   c.schedule.base_batch);
+  // The linear scaling rule scales by the global batch (every rank's samples of a step).
+  sched.base_lr =
+      optim::scaled_lr(c.optimizer.lr, c.schedule.lr_scaling, global_batch, c.schedule.base_batch);
   sched.total_steps = steps_per_epoch * c.run.epochs;
   if (c.schedule.warmup_epochs > 0.0)
     sched.warmup_steps =
@@ -178,10 +183,13 @@ std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
   return optim::make_schedule(sched);
 }
 
-void write_run_config(const fs::path& run_dir, const TrainConfig& c, const models::Model& model) {
+void write_run_config(const fs::path& run_dir, const TrainConfig& c, const models::Model& model,
+                      int world) {
   json cfg = c.to_json();
   cfg["model_parameters"] = model.parameter_count();
   cfg["threads_used"] = ops::num_threads();
+  cfg["world_size"] = world;  // processes (mpirun ranks); batch_size is per process
+  cfg["global_batch_size"] = c.run.batch_size * world;
   cfg["epoch_version"] = EPOCH_VERSION;
   const std::string text = cfg.dump(2) + "\n";
   write_file_atomic((run_dir / "config.json").string(),
@@ -191,7 +199,7 @@ void write_run_config(const fs::path& run_dir, const TrainConfig& c, const model
 
 /// Everything one call of train() holds, built in this order.
 struct Run {
-  Run(const TrainConfig& config, Warnings& warnings_sink);
+  Run(const TrainConfig& config, Warnings& warnings_sink, int rank, int world);
 
   const TrainConfig& c;
   Warnings& warnings;
@@ -202,9 +210,11 @@ struct Run {
   data::Preprocessing pre;
   data::LoaderConfig loader_config;
   std::int64_t n_train = 0, steps_per_epoch = 0;
+  int rank = 0, world = 1;  // this process among the data-parallel ranks
+  std::int64_t global_batch = 0;
 };
 
-Run::Run(const TrainConfig& config, Warnings& warnings_sink)
+Run::Run(const TrainConfig& config, Warnings& warnings_sink, int rank_, int world_)
     : c(config),
       warnings(warnings_sink),
       dir(c.run.out_dir),
@@ -223,7 +233,35 @@ Run::Run(const TrainConfig& config, Warnings& warnings_sink)
   loader_config.seed = c.run.seed;
   loader_config.on_bad_image = c.data.on_bad_image;
   n_train = data.train->size();
-  steps_per_epoch = (n_train + c.run.batch_size - 1) / c.run.batch_size;
+  rank = rank_;
+  world = world_;
+  global_batch = c.run.batch_size * world;
+  // One process: ceil(n / batch). Ranks: global batches of batch x world (data::shard_order).
+  steps_per_epoch = data::global_batches(n_train, c.run.batch_size, world);
+  if (steps_per_epoch == 0)
+    EPOCH_THROW(ConfigError, "the training set's ", n_train, " samples are fewer than the ", world,
+                " ranks");
+}
+
+/// This rank's consecutive share of the evaluation samples (all of them for one process).
+std::vector<std::int64_t> eval_shard(std::int64_t n, const Run& run) {
+  const data::ShardSlice s = data::shard_slice(n, run.rank, run.world);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(s.count));
+  std::iota(order.begin(), order.end(), s.offset);
+  return order;
+}
+
+/// The optimizer's state (step count, learning rate, moments) from rank 0 (a resumed run,
+/// which rank 0 alone read).
+void broadcast_optimizer_state(dist::ProcessGroup& group, optim::Optimizer& optimizer) {
+  if (!group.distributed()) return;
+  optim::NamedTensors state = optimizer.state();
+  for (auto& [name, t] : state) {
+    Tensor host = t.to(Device::cpu()).contiguous();
+    group.broadcast(host.raw(), host.numel() * static_cast<std::int64_t>(dtype_size(host.dtype())));
+    t = host.to(t.device());
+  }
+  optimizer.load_state(state);
 }
 
 /// "(none yet)" or the last good checkpoint, for a message about a diverged run.
@@ -233,19 +271,25 @@ std::string last_good(const Run& run) {
 
 struct EpochTotals {
   double loss_sum = 0.0;
-  std::int64_t steps = 0, images = 0;
+  std::int64_t steps = 0, images = 0;  // images: over every rank
   double seconds = 0.0, wait_seconds = 0.0;
+  CommTotals comm;  // data-parallel runs
 };
 
 /// One epoch of steps: progress, a metrics record every --log-every steps. `global_step`
-/// counts optimizer updates across the run.
-EpochTotals train_epoch(Run& run, Step& step, data::Loader& loader, MetricsLog& metrics,
-                        Progress& progress, std::int64_t epoch, std::int64_t& global_step) {
+/// counts optimizer updates across the run. With several ranks each takes its shard of every
+/// global batch (data::shard_order), and the loss reported is the global batch's.
+EpochTotals train_epoch(Run& run, Step& step, DataParallel& dp, data::Loader& loader,
+                        MetricsLog* metrics, Progress& progress, std::int64_t epoch,
+                        std::int64_t& global_step) {
   const TrainConfig& c = run.c;
-  loader.start_epoch(epoch, data::epoch_order(run.n_train, c.run.seed, epoch, true));
+  std::vector<std::int64_t> order = data::epoch_order(run.n_train, c.run.seed, epoch, true);
+  if (run.world > 1) order = data::shard_order(order, c.run.batch_size, run.rank, run.world);
+  loader.start_epoch(epoch, std::move(order));
   const double wait_before = loader.stats().wait_s;
   run.model->train(true);
-  if (!c.run.quiet) progress.start_epoch(epoch + 1, c.run.epochs, run.steps_per_epoch);
+  const bool show = !c.run.quiet && dp.lead();
+  if (show) progress.start_epoch(epoch + 1, c.run.epochs, run.steps_per_epoch);
   const auto start = std::chrono::steady_clock::now();
   EpochTotals t;
   double window_sum = 0.0;
@@ -256,26 +300,31 @@ EpochTotals train_epoch(Run& run, Step& step, data::Loader& loader, MetricsLog& 
     const data::Batch* batch = loader.next();
     if (batch == nullptr) break;  // bad images were skipped: fewer batches this epoch
     const Tensor x = batch->images.to(run.device), labels = batch->labels.to(run.device);
+    const std::int64_t global_count =
+        std::min(run.global_batch, run.n_train - s * run.global_batch);
+    dp.set_share(data::shard_slice(global_count, run.rank, run.world).count, global_count);
     const Tensor loss = step.run(x, labels, epoch * run.steps_per_epoch + s,
                                  static_cast<std::uint64_t>(global_step));
     ++global_step;
-    const double lv = loss.item();
+    const double lv = dp.mean_loss(loss.item());
     if (!std::isfinite(lv))
       EPOCH_THROW(NumericalError, "loss became ", lv, " at epoch ", epoch + 1, " step ", s + 1,
                   " (lr ", step.optimizer().lr(), "); the last good checkpoint is ",
                   last_good(run));
+    if (c.run.check_ranks_every > 0 && global_step % c.run.check_ranks_every == 0)
+      dp.check_in_sync("after step " + std::to_string(global_step));
     t.loss_sum += lv;
     window_sum += lv;
     ++window_n;
-    t.images += batch->images.size(0);
+    t.images += run.world > 1 ? global_count : batch->images.size(0);
     t.steps = s + 1;
-    if (!c.run.quiet) progress.update(s + 1, t.images, window_sum / static_cast<double>(window_n));
-    if (c.run.log_every > 0 && global_step % c.run.log_every == 0) {
-      metrics.write({{"kind", "step"},
-                     {"epoch", epoch + 1},
-                     {"step", global_step},
-                     {"loss", window_sum / static_cast<double>(window_n)},
-                     {"lr", step.optimizer().lr()}});
+    if (show) progress.update(s + 1, t.images, window_sum / static_cast<double>(window_n));
+    if (metrics != nullptr && c.run.log_every > 0 && global_step % c.run.log_every == 0) {
+      metrics->write({{"kind", "step"},
+                      {"epoch", epoch + 1},
+                      {"step", global_step},
+                      {"loss", window_sum / static_cast<double>(window_n)},
+                      {"lr", step.optimizer().lr()}});
       window_sum = 0.0;
       window_n = 0;
     }
@@ -285,6 +334,7 @@ EpochTotals train_epoch(Run& run, Step& step, data::Loader& loader, MetricsLog& 
                 epoch + 1, " was skipped as bad (see the warnings)");
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   t.wait_seconds = loader.stats().wait_s - wait_before;
+  t.comm = dp.take_totals();
   return t;
 }
 
@@ -302,6 +352,7 @@ void save_epoch_checkpoint(const Run& run, const optim::Optimizer& optimizer, st
   auto meta = checkpoint_metadata(run.c, run.pre, *run.data.train, epoch + 1, global_step, eval);
   meta["best_test_accuracy"] = json(best.best_accuracy).dump();
   meta["best_test_loss"] = json(best.best_loss).dump();
+  meta["world_size"] = std::to_string(run.world);
   save_checkpoint(run.last_ckpt.string(), *run.model, &optimizer, meta);
   publish_copy(run.last_ckpt.string(), (run.ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
   if (best_now) publish_copy(run.last_ckpt.string(), run.best_ckpt.string());
@@ -320,6 +371,13 @@ json epoch_record(std::int64_t epoch, std::int64_t global_step, const EpochTotal
               {"peak_rss_mib", peak_rss_mib()},
               {"data_wait_s", t.wait_seconds},
               {"elapsed_s", elapsed_s}};
+  if (t.comm.steps > 0) {  // several ranks: where the communication went
+    record["comm_s"] = t.comm.busy_s;
+    record["comm_exposed_s"] = t.comm.exposed_s;
+    record["comm_hidden_fraction"] =
+        t.comm.busy_s > 0 ? 1.0 - std::min(1.0, t.comm.exposed_s / t.comm.busy_s) : 1.0;
+    record["comm_bytes_per_step"] = t.comm.bytes / t.comm.steps;
+  }
   record["test_accuracy"] = eval.accuracy >= 0 ? json(eval.accuracy) : json(nullptr);
   return record;
 }
@@ -355,15 +413,37 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
 
   // The run directory: one process at a time from here on (a killed holder's lock is
   // released by the kernel), then where the run starts.
+  // With several ranks (mpirun) rank 0 alone owns the folder: it reads the resume point,
+  // prints, logs and writes checkpoints; the others receive its state below.
+  dist::ProcessGroup& group = dist::ProcessGroup::world();
+  const bool lead = group.rank() == 0;
   const fs::path run_dir = c.run.out_dir;
   std::error_code ec;
-  if (c.run.resume && !fs::is_directory(run_dir, ec))
+  if (lead && c.run.resume && !fs::is_directory(run_dir, ec))
     EPOCH_THROW(IoError, run_dir.string(), ": no run to resume (no such folder)");
-  const RunDirLock lock(run_dir.string());
-  if (remove_orphaned_temporaries(run_dir.string()) > 0)
-    warnings.warn("temporary files", "removed temporary checkpoint files a stopped run left in " +
-                                         (run_dir / "checkpoints").string());
-  ResumePoint start = resume_point(c, run_dir);
+  std::optional<RunDirLock> lock;
+  ResumePoint start;
+  if (lead) {
+    lock.emplace(run_dir.string());
+    if (remove_orphaned_temporaries(run_dir.string()) > 0)
+      warnings.warn("temporary files", "removed temporary checkpoint files a stopped run left in " +
+                                           (run_dir / "checkpoints").string());
+    start = resume_point(c, run_dir);
+    if (c.run.resume) {
+      const std::int64_t stored_world =
+          start.checkpoint.metadata.count("world_size") > 0
+              ? metadata_int(start.checkpoint, "world_size", 1, std::int64_t{1} << 30)
+              : 1;
+      if (stored_world != group.size())
+        EPOCH_THROW(ConfigError, "resuming ", run_dir.string(), ": the run trained on ",
+                    stored_world, " process(es), this launch has ", group.size(),
+                    " (the shards and steps of an epoch depend on it)");
+    }
+  }
+  std::int64_t position[2] = {start.epoch, start.step};
+  group.broadcast(position, sizeof position);
+  start.epoch = position[0];
+  start.step = position[1];
 
   // This call's kernels and threads, for this thread only and restored on return.
   const ops::ContextGuard context(ops::Context{
@@ -371,25 +451,34 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
       c.run.threads, c.run.conv_algorithm});
 
   // Model, data, step (optimizer and schedule), restored when resuming.
-  Run run(c, warnings);
+  Run run(c, warnings, group.rank(), group.size());
   nn::initialize(*run.model, c.run.seed);
   run.model->to(run.device);
-  Step step(*run.model, c.optimizer, planned_schedule(c, run.steps_per_epoch), c.run.seed);
-  if (c.run.resume) {
+  Step step(*run.model, c.optimizer, planned_schedule(c, run.steps_per_epoch, run.global_batch),
+            c.run.seed);
+  if (c.run.resume && lead) {
     load_model_state(start.checkpoint, *run.model);
     load_optimizer_state(start.checkpoint, step.optimizer());
   }
+  DataParallel dp(group, step, *run.model,
+                  static_cast<std::int64_t>(c.run.bucket_mib * 1024.0 * 1024.0));
+  dp.broadcast_state();
+  if (c.run.resume) broadcast_optimizer_state(group, step.optimizer());
+  dp.check_in_sync("at the start");
   if (start.epoch >= c.run.epochs)
     EPOCH_THROW(ConfigError, run_dir.string(), " already completed ", start.epoch,
                 " epochs; pass a larger --epochs to continue");
 
   // What the run writes: config.json, metrics.jsonl (records past the checkpoint, of a run
   // killed after logging them, are logged again), checkpoints.
-  fs::create_directories(run.ckpt_dir, ec);
-  if (ec) EPOCH_THROW(IoError, run.ckpt_dir.string(), ": cannot create: ", ec.message());
-  write_run_config(run_dir, c, *run.model);
-  if (c.run.resume) truncate_metrics_after(run_dir.string(), start.step);
-  MetricsLog metrics((run_dir / "metrics.jsonl").string());
+  std::optional<MetricsLog> metrics;
+  if (lead) {
+    fs::create_directories(run.ckpt_dir, ec);
+    if (ec) EPOCH_THROW(IoError, run.ckpt_dir.string(), ": cannot create: ", ec.message());
+    write_run_config(run_dir, c, *run.model, run.world);
+    if (c.run.resume) truncate_metrics_after(run_dir.string(), start.step);
+    metrics.emplace((run_dir / "metrics.jsonl").string());
+  }
   Progress progress(progress_out, c.run.progress_interactive);
   data::Loader loader(*run.data.train, run.pre, c.input.augment, run.loader_config, &warnings);
   data::LoaderConfig eval_config = run.loader_config;
@@ -408,12 +497,18 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   const std::int64_t end_epoch = c.run.stop_after_epochs > 0
                                      ? std::min(c.run.epochs, start.epoch + c.run.stop_after_epochs)
                                      : c.run.epochs;
+  double comm_s = 0.0, comm_exposed_s = 0.0;
   for (std::int64_t epoch = start.epoch; epoch < end_epoch; ++epoch) {
-    const EpochTotals t = train_epoch(run, step, loader, metrics, progress, epoch, global_step);
+    const EpochTotals t = train_epoch(run, step, dp, loader, metrics ? &*metrics : nullptr,
+                                      progress, epoch, global_step);
     train_seconds += t.seconds;
     wait_seconds += t.wait_seconds;
     images_this_run += t.images;
+    comm_s += t.comm.busy_s;
+    comm_exposed_s += t.comm.exposed_s;
     result.train_loss = t.loss_sum / static_cast<double>(t.steps);
+    dp.check_in_sync("after epoch " + std::to_string(epoch + 1) + " (step " +
+                     std::to_string(global_step) + ")");
 
     if (const std::string bad = first_non_finite_tensor(*run.model, &step.optimizer());
         !bad.empty())
@@ -421,14 +516,18 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
                   "' holds NaN or infinite values (lr ", step.optimizer().lr(),
                   "); nothing of this epoch was saved, the last good checkpoint is ",
                   last_good(run));
-    eval = evaluate(*run.model, eval_loader, run.data.val->size());
+    // Batch norm's statistics from rank 0, then each rank evaluates its shard.
+    dp.broadcast_buffers();
+    eval = dp.reduce(evaluate(*run.model, eval_loader, eval_shard(run.data.val->size(), run)));
     if (eval.count == 0)
       EPOCH_THROW(IoError, run.data.val->description(), ": every ", run.data.val_name,
                   " image was skipped as bad (see the warnings), so there is nothing to report");
-    save_epoch_checkpoint(run, step.optimizer(), epoch, global_step, eval, start);
-    result.checkpoint = run.last_ckpt.string();
-    metrics.write(epoch_record(epoch, global_step, t, eval, elapsed()));
-    if (!c.run.quiet) progress.end_epoch(epoch_line(epoch, t, eval, run.data.val_name));
+    if (lead) {
+      save_epoch_checkpoint(run, step.optimizer(), epoch, global_step, eval, start);
+      result.checkpoint = run.last_ckpt.string();
+      metrics->write(epoch_record(epoch, global_step, t, eval, elapsed()));
+      if (!c.run.quiet) progress.end_epoch(epoch_line(epoch, t, eval, run.data.val_name));
+    }
   }
   warnings.summarize();
   result.epochs = end_epoch;
@@ -441,6 +540,10 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   result.skipped_images = static_cast<std::int64_t>(loader.stats().bad_files.size() +
                                                     eval_loader.stats().bad_files.size());
   result.wall_s = elapsed();
+  result.world_size = run.world;
+  result.global_batch_size = run.global_batch;
+  result.comm_s = comm_s;
+  result.comm_exposed_s = comm_exposed_s;
   return result;
 }
 

@@ -109,4 +109,23 @@ struct Batch {
 std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::int64_t epoch,
                                       bool shuffle);
 
+/// One rank's slice of a global batch of `count` samples split over `world` ranks: consecutive
+/// slices, sizes as even as possible (the first count % world ranks take one more).
+struct ShardSlice {
+  std::int64_t offset = 0, count = 0;
+};
+ShardSlice shard_slice(std::int64_t count, int rank, int world);
+
+/// Global batches of `batch` x `world` samples in an epoch of n (data-parallel training): a
+/// short last one counts only if it holds at least `world` samples (every rank gets one).
+std::int64_t global_batches(std::int64_t n, std::int64_t batch, int world);
+
+/// One rank's share of an epoch's order for data-parallel training, in the manner of PyTorch's
+/// DistributedSampler and, like the order, a function of seed and epoch only: the order is
+/// cut into global batches of `batch` x `world` samples, and rank r takes slice r
+/// (shard_slice) of each, so `world` ranks of batch B see, step by step, what one process of
+/// batch world x B sees. The shards are disjoint and cover the global batches.
+std::vector<std::int64_t> shard_order(const std::vector<std::int64_t>& order, std::int64_t batch,
+                                      int rank, int world);
+
 }  // namespace epoch::data

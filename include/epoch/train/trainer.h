@@ -79,6 +79,10 @@ struct RunConfig {
   /// Stop after this many epochs of this invocation even if `epochs` are not done (0: no
   /// limit). The schedule still spans `epochs`, so a later --resume continues it exactly.
   std::int64_t stop_after_epochs = 0;
+  /// Data-parallel runs (mpirun): the gradient buckets' size in MiB (PyTorch DDP's 25), and
+  /// steps between checks that every rank holds the same parameters (0: once per epoch).
+  double bucket_mib = 25.0;
+  std::int64_t check_ranks_every = 0;
   bool progress_interactive = false;  // redraw a bar (a terminal) instead of periodic lines
   bool quiet = false;                 // no progress output at all
 };
@@ -106,12 +110,16 @@ struct TrainResult {
   std::int64_t steps = 0;   // optimizer steps in total
   double train_loss = 0.0;  // mean loss of the last epoch
   double test_loss = 0.0;
-  double test_accuracy = -1.0;      // -1 when the task has no accuracy (reconstruction)
-  std::string eval_name = "test";   // what test_* were measured on: "test" or "validation"
-  double images_per_s = 0.0;        // training images per second of this invocation (no eval)
-  double data_wait_fraction = 0.0;  // share of training time spent waiting for input
-  std::int64_t skipped_images = 0;  // bad image files skipped (training and validation)
-  double wall_s = 0.0;              // wall time of this invocation
+  double test_accuracy = -1.0;         // -1 when the task has no accuracy (reconstruction)
+  std::string eval_name = "test";      // what test_* were measured on: "test" or "validation"
+  double images_per_s = 0.0;           // training images per second of this invocation (no eval)
+  double data_wait_fraction = 0.0;     // share of training time spent waiting for input
+  std::int64_t skipped_images = 0;     // bad image files skipped (training and validation)
+  double wall_s = 0.0;                 // wall time of this invocation
+  int world_size = 1;                  // processes training together (mpirun ranks)
+  std::int64_t global_batch_size = 0;  // samples per step over every rank
+  double comm_s = 0.0;                 // all-reduce time on the communication thread
+  double comm_exposed_s = 0.0;         // of it, what the step waited for (not hidden by backward)
   nlohmann::json to_json() const;
 };
 

@@ -1,0 +1,98 @@
+// Data-parallel training over a process group (see data_parallel.h).
+#include "train/data_parallel.h"
+
+#include <cmath>
+
+namespace epoch::train {
+
+DataParallel::DataParallel(dist::ProcessGroup& group, Step& step, nn::Module& model,
+                           std::int64_t bucket_bytes)
+    : group_(group), step_(step), model_(model) {
+  if (!group_.distributed()) return;
+  averager_ = std::make_unique<dist::GradientAverager>(group_);
+  step_.set_bucket_bytes(bucket_bytes);
+  if (step_.flat().grads.device().is_cpu()) {
+    // Each bucket's all-reduce starts as soon as backward has completed it.
+    step_.on_bucket_ready = [this](const GradBucket& b) {
+      averager_->add(b.grads.f32(), b.count, weight_);
+    };
+    step_.before_update = [this](Tensor&) {
+      last_ = averager_->finish();
+      totals_.busy_s += last_.busy_s, totals_.exposed_s += last_.exposed_s;
+      totals_.bytes += last_.bytes, ++totals_.steps;
+    };
+  } else {
+    // CUDA gradients go through the host in one piece after backward.
+    step_.before_update = [this](Tensor& grads) {
+      host_grads_ = grads.to(Device::cpu());
+      averager_->add(host_grads_.f32(), host_grads_.numel(), weight_);
+      last_ = averager_->finish();
+      last_.exposed_s = last_.busy_s;  // nothing overlapped
+      grads.copy_from(host_grads_);
+      totals_.busy_s += last_.busy_s, totals_.exposed_s += last_.exposed_s;
+      totals_.bytes += last_.bytes, ++totals_.steps;
+    };
+  }
+}
+
+void DataParallel::broadcast_state() {
+  if (!distributed()) return;
+  Tensor& values = step_.flat().values;
+  Tensor host = values.to(Device::cpu());
+  group_.broadcast(host.f32(), host.numel() * static_cast<std::int64_t>(sizeof(float)));
+  if (!values.device().is_cpu()) values.copy_from(host);
+  broadcast_buffers();
+}
+
+void DataParallel::broadcast_buffers() {
+  if (!distributed()) return;
+  for (auto& [name, buffer] : model_.buffers()) {
+    Tensor host = buffer.to(Device::cpu()).contiguous();
+    group_.broadcast(host.raw(),
+                     host.numel() * static_cast<std::int64_t>(dtype_size(host.dtype())));
+    buffer.copy_from(host);
+  }
+}
+
+void DataParallel::set_share(std::int64_t local, std::int64_t global) {
+  share_ = global > 0 ? static_cast<double>(local) / static_cast<double>(global) : 0.0;
+  weight_ = static_cast<float>(share_);
+}
+
+double DataParallel::mean_loss(double local_loss) const {
+  if (!distributed()) return local_loss;
+  double v = local_loss * share_;
+  group_.all_reduce_sum(&v, 1);
+  return v;
+}
+
+void DataParallel::check_in_sync(const std::string& where) {
+  if (!distributed()) return;
+  const Tensor host = step_.flat().values.to(Device::cpu());
+  dist::expect_same_on_every_rank(
+      group_, dist::checksum(host.f32(), host.numel() * static_cast<std::int64_t>(sizeof(float))),
+      "the parameters " + where);
+}
+
+EvalResult DataParallel::reduce(const EvalResult& local) const {
+  if (!distributed()) return local;
+  // (a rank whose shard held nothing reports no accuracy; the task has one if any rank does)
+  double sums[4] = {local.loss * static_cast<double>(local.count),
+                    static_cast<double>(local.correct), static_cast<double>(local.count),
+                    local.accuracy >= 0 ? 1.0 : 0.0};
+  group_.all_reduce_sum(sums, 4);
+  EvalResult r;
+  r.count = std::llround(sums[2]);
+  r.correct = std::llround(sums[1]);
+  r.loss = r.count > 0 ? sums[0] / sums[2] : 0.0;
+  if (sums[3] > 0 && r.count > 0) r.accuracy = sums[1] / sums[2];
+  return r;
+}
+
+CommTotals DataParallel::take_totals() {
+  const CommTotals t = totals_;
+  totals_ = {};
+  return t;
+}
+
+}  // namespace epoch::train

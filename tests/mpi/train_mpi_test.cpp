@@ -1,0 +1,193 @@
+// Data-parallel training under mpirun, end to end (CTest label mpi): N ranks of batch B train
+// as one process of batch N x B on the same samples; repeated runs give the same bits; rank 0
+// alone writes; a rank that fails or is killed ends the whole job quickly, and the last
+// checkpoint resumes to the bits of an uninterrupted run.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_testing.h"
+#include "nlohmann/json.hpp"
+#include "testing/testing.h"
+
+namespace epoch::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string mpirun(int np) {
+  return std::string(EPOCH_MPIRUN) + " --allow-run-as-root --oversubscribe -np " +
+         std::to_string(np) + " ";
+}
+
+// `mpirun -np N epoch ARGS` (or epoch alone for np 0), under timeout(1) so a hang fails.
+CommandResult run_job(int np, const std::string& args, const TempDir& dir, int timeout_s = 120) {
+  const std::string err_file = dir / "stderr.txt";
+  const std::string cmd = "timeout " + std::to_string(timeout_s) + " " +
+                          (np > 0 ? mpirun(np) : std::string()) + EPOCH_TEST_BINARY + " " + args +
+                          " 2>" + err_file;
+  CommandResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return r;
+}
+
+// The autoencoder: no dropout and no batch norm, so shards and one big batch see the same math.
+// SGD, whose step scales with the gradient (Adam's would hide a gradient summed, not averaged).
+std::string autoencoder_args(const std::string& out, std::int64_t batch) {
+  return "train --model autoencoder --data synthetic --synthetic-count 512 --limit-test 256 "
+         "--optimizer sgd --lr 0.5 --epochs 2 --threads 1 --seed 11 --log-every 1 --quiet --json "
+         "--batch-size " +
+         std::to_string(batch) + " --out " + out;
+}
+
+std::vector<double> step_losses(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::vector<double> losses;
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line);
+    if (j["kind"] == "step") losses.push_back(j["loss"].get<double>());
+  }
+  return losses;
+}
+
+// The one JSON line `--json` prints.
+json summary(const CommandResult& r) {
+  const auto start = r.out.rfind('\n', r.out.size() >= 2 ? r.out.size() - 2 : 0);
+  return json::parse(start == std::string::npos ? r.out : r.out.substr(start + 1));
+}
+
+void expect_close(const std::vector<double>& a, const std::vector<double>& b, double rel) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], rel * std::fabs(b[i])) << "step " << i + 1;
+}
+
+TEST(DataParallel, RanksOfBatchBTrainAsOneProcessOfTheGlobalBatch) {
+  TempDir dir;
+  const std::string one = dir / "one", two = dir / "two", four = dir / "four";
+  const CommandResult r1 = run_job(0, autoencoder_args(one, 32), dir);
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  const CommandResult r2 = run_job(2, autoencoder_args(two, 16), dir);
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  const CommandResult r4 = run_job(4, autoencoder_args(four, 8), dir);
+  ASSERT_EQ(r4.exit_code, 0) << r4.err;
+  const std::vector<double> l1 = step_losses(one);
+  ASSERT_EQ(l1.size(), 32u);  // 2 epochs of 512 / 32
+  // Float sums in another order (per-rank products, then the all-reduce): measured within
+  // 5e-8 relative over the 32 steps; a gradient summed instead of averaged, or a wrong shard,
+  // is off by far more.
+  expect_close(step_losses(two), l1, 1e-5);
+  expect_close(step_losses(four), l1, 1e-5);
+  const json s1 = summary(r1), s2 = summary(r2), s4 = summary(r4);
+  EXPECT_NEAR(s2["test_loss"].get<double>(), s1["test_loss"].get<double>(),
+              1e-5 * s1["test_loss"].get<double>());
+  EXPECT_NEAR(s4["test_loss"].get<double>(), s1["test_loss"].get<double>(),
+              1e-5 * s1["test_loss"].get<double>());
+  EXPECT_EQ(s2["world_size"], 2);
+  EXPECT_EQ(s2["global_batch_size"], 32);
+  EXPECT_EQ(s4["world_size"], 4);
+  std::ifstream cfg(two + "/config.json");
+  const json c = json::parse(cfg);
+  EXPECT_EQ(c["world_size"], 2);
+  EXPECT_EQ(c["global_batch_size"], 32);
+  // Only rank 0 printed its summary.
+  EXPECT_EQ(count_lines(r2.out), 1) << r2.out;
+  EXPECT_EQ(count_lines(r4.out), 1) << r4.out;
+}
+
+TEST(DataParallel, RepeatedRunsGiveTheSameBits) {
+  TempDir dir;
+  const std::string a = dir / "a", b = dir / "b";
+  // fmnist-cnn: batch norm statistics per rank, dropout, every rank-dependent piece
+  const std::string args =
+      "train --model fmnist-cnn --data synthetic --synthetic-count 256 --limit-test 128 "
+      "--epochs 1 --threads 1 --seed 4 --log-every 1 --quiet --json --batch-size 16 "
+      "--check-ranks-every 1 --out ";
+  const CommandResult ra = run_job(2, args + a, dir), rb = run_job(2, args + b, dir);
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  EXPECT_EQ(step_losses(a), step_losses(b));
+  EXPECT_EQ(summary(ra)["test_loss"], summary(rb)["test_loss"]);
+  EXPECT_EQ(summary(ra)["test_accuracy"], summary(rb)["test_accuracy"]);
+}
+
+TEST(DataParallel, ARankThatFailsEndsTheJobNamingIt) {
+  TempDir dir;
+  const std::string good = "train --model autoencoder --data synthetic --epochs 1 --quiet --out " +
+                           std::string(dir / "run");
+  // Two programs in one job: rank 1 is given data that does not exist.
+  const std::string cmd = good + " : -np 1 " + std::string(EPOCH_TEST_BINARY) +
+                          " train --model autoencoder --data " + std::string(dir / "missing") +
+                          " --epochs 1 --quiet --out " + std::string(dir / "run");
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult r = run_job(1, cmd, dir, 60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "the job hung";
+  EXPECT_LT(s, 30.0);
+  EXPECT_NE(r.err.find("epoch: error (rank 1 of 2)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+}
+
+TEST(DataParallel, AKilledRankEndsTheJobAndTheRunResumesToTheSameBits) {
+  TempDir dir;
+  const std::string whole = dir / "whole", cut = dir / "cut";
+  // A constant rate without warm-up: a run planned for one epoch and extended to two on
+  // resuming follows the same schedule as one planned for two.
+  const std::string args =
+      "train --model autoencoder --data synthetic --synthetic-count 2048 --limit-test 256 "
+      "--threads 1 --seed 9 --log-every 1 --quiet --json --batch-size 32 --schedule constant "
+      "--warmup-steps 0 ";
+  const CommandResult rw = run_job(2, args + "--epochs 2 --out " + whole, dir);
+  ASSERT_EQ(rw.exit_code, 0) << rw.err;
+  const CommandResult first = run_job(2, args + "--epochs 1 --out " + cut, dir);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string resume = "train --resume " + cut + " --epochs 2 --quiet --json";
+  // Resume; rank 1 is killed (SIGKILL) once step 34 (of 32 + 32) is logged.
+  const std::string killer =
+      "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (while ! grep -q \"\\\"step\\\":34\" " +
+      cut + "/metrics.jsonl 2>/dev/null; do sleep 0.02; done; kill -9 $$) & fi; exec " +
+      std::string(EPOCH_TEST_BINARY) + " " + resume + "'";
+  const std::string err_file = dir / "kill.txt";
+  const auto start = std::chrono::steady_clock::now();
+  const int status =
+      std::system(("timeout 60 " + mpirun(2) + killer + " >/dev/null 2>" + err_file).c_str());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(status, 0);
+  EXPECT_NE(WEXITSTATUS(status), 124) << "the job hung";
+  EXPECT_LT(s, 30.0);
+  // The epoch-1 checkpoint is intact and the resumed run ends as the uninterrupted one.
+  const CommandResult resumed = run_job(2, resume, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(summary(resumed)["test_loss"], summary(rw)["test_loss"]);
+  EXPECT_EQ(step_losses(cut), step_losses(whole));
+}
+
+TEST(DataParallel, ResumingOnAnotherNumberOfRanksIsRefused) {
+  TempDir dir;
+  const std::string run = dir / "run";
+  ASSERT_EQ(run_job(2,
+                    "train --model autoencoder --data synthetic --synthetic-count 256 "
+                    "--limit-test 64 --epochs 1 --threads 1 --quiet --out " +
+                        run,
+                    dir)
+                .exit_code,
+            0);
+  const CommandResult r = run_job(0, "train --resume " + run + " --quiet", dir);
+  expect_one_line_error(r, 1, "trained on 2 process(es), this launch has 1");
+}
+
+}  // namespace
+}  // namespace epoch::testing
