@@ -1,6 +1,7 @@
 // The training step (see step.h).
 #include "epoch/train/step.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "epoch/autograd/autograd.h"
@@ -46,8 +47,10 @@ void Step::set_bucket_bytes(std::int64_t bytes) {
   bucket_of_.assign(params.size(), 0);
   std::size_t end = params.size();  // one past the bucket's last parameter
   while (end > 0) {
+    // The first bucket (ready first) at most kFirstBucketBytes, so communication starts early.
+    const std::int64_t cap = buckets_.empty() ? std::min(bytes, kFirstBucketBytes) : bytes;
     std::size_t begin = end - 1;
-    while (begin > 0 && (offsets[end] - offsets[begin]) * 4 < bytes) --begin;
+    while (begin > 0 && (offsets[end] - offsets[begin]) * 4 < cap) --begin;
     GradBucket b;
     b.index = static_cast<int>(buckets_.size());
     b.offset = offsets[begin];

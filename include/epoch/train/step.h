@@ -38,8 +38,10 @@ struct GradBucket {
   Tensor grads;             // the view of the flat gradients [offset, offset + count)
 };
 
-/// The default bucket size (PyTorch DDP's 25 MiB).
+/// The default bucket size (PyTorch DDP's 25 MiB), and the first bucket's, which backward
+/// completes first (DDP's 1 MiB): small, so the first all-reduce starts early.
 inline constexpr std::int64_t kDefaultBucketBytes = std::int64_t{25} << 20;
+inline constexpr std::int64_t kFirstBucketBytes = std::int64_t{1} << 20;
 
 class Step {
  public:
@@ -57,7 +59,8 @@ class Step {
   /// bucket starts, overlapping the rest of backward.
   std::function<void(const GradBucket& bucket)> on_bucket_ready;
 
-  /// Regroups the gradients into buckets of about `bytes` (at least one parameter each).
+  /// Regroups the gradients into buckets of about `bytes` (at least one parameter each; the
+  /// first about min(bytes, kFirstBucketBytes)).
   void set_bucket_bytes(std::int64_t bytes);
   const std::vector<GradBucket>& buckets() const { return buckets_; }
 
