@@ -130,6 +130,35 @@ def cifar10_tf():
 #   "ce": softmax cross-entropy on logits, integer class labels (10 classes)
 #   "bce": binary cross-entropy with logits on the pre-sigmoid output, float 0/1 labels
 #   "mse": mean squared error of the sigmoid output against the input itself
+def alexnet():
+    import torchvision
+    return torchvision.models.alexnet()
+
+
+def alexnet_bn():
+    """AlexNet with batch norm after every conv and hidden dense layer (convs without bias)."""
+    def block(cin, cout, k, s, p):
+        return [nn.Conv2d(cin, cout, k, s, p, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+    return nn.Sequential(
+        *block(3, 64, 11, 4, 2), nn.MaxPool2d(3, 2),
+        *block(64, 192, 5, 1, 2), nn.MaxPool2d(3, 2),
+        *block(192, 384, 3, 1, 1), *block(384, 256, 3, 1, 1), *block(256, 256, 3, 1, 1),
+        nn.MaxPool2d(3, 2), nn.AdaptiveAvgPool2d(6), nn.Flatten(),
+        nn.Dropout(0.5), nn.Linear(9216, 4096), nn.BatchNorm1d(4096), nn.ReLU(inplace=True),
+        nn.Dropout(0.5), nn.Linear(4096, 4096), nn.BatchNorm1d(4096), nn.ReLU(inplace=True),
+        nn.Linear(4096, 1000))
+
+
+def resnet18():
+    import torchvision
+    return torchvision.models.resnet18()
+
+
+def resnet50():
+    import torchvision
+    return torchvision.models.resnet50()
+
+
 ZOO = {
     "fmnist-cnn": (fmnist_cnn, (1, 28, 28), "ce"),
     "autoencoder": (autoencoder, (784,), "mse"),
@@ -138,7 +167,13 @@ ZOO = {
     "deep-cnn": (deep_cnn, (3, 64, 64), "bce"),
     "cifar10-keras": (cifar10_keras, (3, 32, 32), "ce"),
     "cifar10-tf": (cifar10_tf, (3, 24, 24), "ce"),
+    "alexnet": (alexnet, (3, 224, 224), "ce"),
+    "alexnet-bn": (alexnet_bn, (3, 224, 224), "ce"),
+    "resnet18": (resnet18, (3, 224, 224), "ce"),
+    "resnet50": (resnet50, (3, 224, 224), "ce"),
 }
+
+IMAGENET = {"alexnet", "alexnet-bn", "resnet18", "resnet50"}
 
 NUM_CLASSES = 10
 
@@ -175,7 +210,8 @@ def make_batch(name, batch_size, generator):
     x = torch.rand((batch_size,) + input_shape(name), generator=generator)
     kind = loss_kind(name)
     if kind == "ce":
-        y = torch.randint(0, NUM_CLASSES, (batch_size,), generator=generator)
+        classes = 1000 if name in IMAGENET else NUM_CLASSES
+        y = torch.randint(0, classes, (batch_size,), generator=generator)
     elif kind == "bce":
         y = torch.randint(0, 2, (batch_size,), generator=generator).float()
     else:

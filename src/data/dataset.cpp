@@ -103,8 +103,8 @@ ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::
   EPOCH_CHECK(n >= 0 && channels >= 1 && height >= 4 && width >= 4,
               "make_synthetic_dataset: ", "bad size n=", n, " (C, H, W) = (", channels, ", ",
               height, ", ", width, ")");
-  EPOCH_CHECK(num_classes >= 2 && num_classes <= 256,
-              "make_synthetic_dataset: num_classes must be in [2, 256], got ", num_classes);
+  EPOCH_CHECK(num_classes >= 2 && num_classes <= 65536,
+              "make_synthetic_dataset: num_classes must be in [2, 65536], got ", num_classes);
   ImageDataset ds;
   ds.images = Tensor::empty({n, channels, height, width}, DType::u8);
   ds.labels = Tensor::empty({n}, DType::i32);

@@ -6,6 +6,7 @@
 
 #include "epoch/autograd/functions.h"
 #include "epoch/nn/layers.h"
+#include "epoch/nn/residual.h"
 #include "epoch/ops/convert.h"
 
 namespace epoch::models {
@@ -35,6 +36,7 @@ class Layers {
     stack_.add("flatten", std::make_shared<nn::Flatten>());
     return *this;
   }
+  LayerStack& stack() { return stack_; }
 
  private:
   LayerStack& stack_;
@@ -101,6 +103,111 @@ void cifar10_tf(Layers& l) {
   l.pool(Pool2d::max_same(3, 2, 12, 12));
   l.flatten().fc(2304, 384).relu().fc(384, 192).relu().fc(192, 10);
 }
+
+// ImageNet-size models (MODELS.md). AlexNet's layers are numbered as torchvision's features
+// and classifier indices are not (a LayerStack names each layer): conv1..5, fc1..3. ResNet's
+// are named as torchvision's (conv1, bn1, layer1.0.conv1, ..., layer4.1.downsample.0, fc), so
+// parameter paths match.
+
+std::shared_ptr<Pool2d> max_pool_3x3_s2(std::int64_t pad) {
+  ops::Pool2dParams p;
+  p.kernel_h = p.kernel_w = 3;
+  p.stride_h = p.stride_w = 2;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pad;
+  return std::make_shared<Pool2d>(nn::PoolKind::max, p);
+}
+
+std::shared_ptr<Conv2d> conv(std::int64_t in, std::int64_t out, std::int64_t k,
+                             std::int64_t stride, std::int64_t pad, bool bias) {
+  ops::Conv2dParams p;
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad;
+  return std::make_shared<Conv2d>(in, out, k, k, p, bias);
+}
+
+void alexnet_layers(Layers& l, bool bn) {
+  const auto conv_block = [&](std::shared_ptr<Conv2d> c, std::int64_t out) {
+    l.conv(std::move(c));
+    if (bn) l.add("bn", std::make_shared<nn::BatchNorm>(out));
+    l.relu();
+  };
+  conv_block(conv(3, 64, 11, 4, 2, !bn), 64);
+  l.pool(max_pool_3x3_s2(0));
+  conv_block(conv(64, 192, 5, 1, 2, !bn), 192);
+  l.pool(max_pool_3x3_s2(0));
+  conv_block(conv(192, 384, 3, 1, 1, !bn), 384);
+  conv_block(conv(384, 256, 3, 1, 1, !bn), 256);
+  conv_block(conv(256, 256, 3, 1, 1, !bn), 256);
+  l.pool(max_pool_3x3_s2(0));
+  l.add("avgpool", std::make_shared<nn::AdaptiveAvgPool2d>(6, 6));
+  l.flatten();
+  const auto dense = [&](std::int64_t in, std::int64_t out) {
+    l.dropout(0.5f);
+    l.fc(in, out);
+    if (bn) l.add("bn", std::make_shared<nn::BatchNorm>(out));
+    l.relu();
+  };
+  dense(256 * 6 * 6, 4096);
+  dense(4096, 4096);
+  l.fc(4096, 1000);
+}
+
+void alexnet(Layers& l) { alexnet_layers(l, false); }
+void alexnet_bn(Layers& l) { alexnet_layers(l, true); }
+void resnet18(Layers& l);
+void resnet50(Layers& l);
+
+// BasicBlock (two 3x3) or Bottleneck (1x1, 3x3 with the stride: v1.5, 1x1 to 4x the width).
+std::shared_ptr<nn::Residual> resnet_block(std::int64_t in, std::int64_t width,
+                                           std::int64_t stride, bool bottleneck) {
+  auto b = std::make_shared<nn::Residual>();
+  const std::int64_t out = bottleneck ? 4 * width : width;
+  if (bottleneck) {
+    b->add("conv1", conv(in, width, 1, 1, 0, false))
+        .add("bn1", std::make_shared<nn::BatchNorm>(width))
+        .add("relu1", std::make_shared<Act>(Activation::relu))
+        .add("conv2", conv(width, width, 3, stride, 1, false))
+        .add("bn2", std::make_shared<nn::BatchNorm>(width))
+        .add("relu2", std::make_shared<Act>(Activation::relu))
+        .add("conv3", conv(width, out, 1, 1, 0, false))
+        .add("bn3", std::make_shared<nn::BatchNorm>(out));
+  } else {
+    b->add("conv1", conv(in, width, 3, stride, 1, false))
+        .add("bn1", std::make_shared<nn::BatchNorm>(width))
+        .add("relu1", std::make_shared<Act>(Activation::relu))
+        .add("conv2", conv(width, width, 3, 1, 1, false))
+        .add("bn2", std::make_shared<nn::BatchNorm>(width));
+  }
+  if (stride != 1 || in != out) {
+    auto down = std::make_shared<nn::Sequential>();
+    down->add(conv(in, out, 1, stride, 0, false)).add(std::make_shared<nn::BatchNorm>(out));
+    b->add("downsample", down);
+  }
+  return b;
+}
+
+void resnet(LayerStack& s, const std::vector<int>& blocks, bool bottleneck) {
+  s.add("conv1", conv(3, 64, 7, 2, 3, false));
+  s.add("bn1", std::make_shared<nn::BatchNorm>(64));
+  s.add("relu", std::make_shared<Act>(Activation::relu));
+  s.add("maxpool", max_pool_3x3_s2(1));
+  std::int64_t in = 64;
+  for (std::size_t stage = 0; stage < blocks.size(); ++stage) {
+    const std::int64_t width = std::int64_t{64} << stage;
+    auto layer = std::make_shared<nn::Sequential>();
+    for (int i = 0; i < blocks[stage]; ++i) {
+      const std::int64_t stride = i == 0 && stage > 0 ? 2 : 1;
+      layer->add(resnet_block(in, width, stride, bottleneck));
+      in = bottleneck ? 4 * width : width;
+    }
+    s.add("layer" + std::to_string(stage + 1), layer);
+  }
+  s.add("avgpool", std::make_shared<nn::GlobalAvgPool2d>());
+  s.add("fc", std::make_shared<Linear>(in, 1000));
+}
+
+void resnet18(Layers& l) { resnet(l.stack(), {2, 2, 2, 2}, false); }
+void resnet50(Layers& l) { resnet(l.stack(), {3, 4, 6, 3}, true); }
 
 }  // namespace
 
@@ -170,6 +277,27 @@ Recipe cifar10_tf_recipe() {
   return r;
 }
 
+Recipe imagenet_recipe() {
+  // torchvision's ImageNet reference: SGD 0.1, momentum 0.9, weight decay 1e-4, batch 32 per
+  // process here, random-resized crops of 224 and flips; cosine after a warm-up.
+  Recipe r;
+  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::sgd);
+  r.optimizer.lr = 0.1f;
+  r.optimizer.momentum = 0.9f;
+  r.optimizer.weight_decay = 1e-4f;
+  r.schedule.kind = optim::ScheduleKind::cosine;
+  r.augment.random_resized_crop = true;
+  r.augment.horizontal_flip = true;
+  r.resize = data::Resize::center_crop;
+  return r;
+}
+
+Recipe alexnet_recipe() {
+  Recipe r = imagenet_recipe();  // torchvision trains AlexNet at 0.01
+  r.optimizer.lr = 0.01f;
+  return r;
+}
+
 struct Entry {
   ModelSpec spec;
   void (*build)(Layers&);
@@ -230,6 +358,22 @@ const std::vector<Entry>& entries() {
           {}},
          cifar10_tf,
          cifar10_tf_recipe},
+        {{"alexnet", "torchvision's AlexNet, 224x224, 1000 classes", {3, 224, 224}, 1000,
+          Task::classification, {}},
+         alexnet,
+         alexnet_recipe},
+        {{"alexnet-bn", "AlexNet with batch norm after every conv and hidden dense layer",
+          {3, 224, 224}, 1000, Task::classification, {}},
+         alexnet_bn,
+         alexnet_recipe},
+        {{"resnet18", "ResNet-18 v1.5, 224x224, 1000 classes", {3, 224, 224}, 1000,
+          Task::classification, {}},
+         resnet18,
+         imagenet_recipe},
+        {{"resnet50", "ResNet-50 v1.5 (stride on the bottleneck's 3x3), 224x224", {3, 224, 224},
+          1000, Task::classification, {}},
+         resnet50,
+         imagenet_recipe},
     };
     for (Entry& e : v) e.spec.recipe = e.recipe();  // the specs above leave it for this
     return v;

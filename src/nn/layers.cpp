@@ -201,6 +201,33 @@ Shape GlobalAvgPool2d::output_shape(const Shape& in) const {
   return {in[0]};
 }
 
+namespace {
+void check_adaptive(const Shape& chw, std::int64_t oh, std::int64_t ow) {
+  expect_chw(chw, "AdaptiveAvgPool2d");
+  EPOCH_CHECK(chw[1] % oh == 0 && chw[2] % ow == 0, "AdaptiveAvgPool2d(", oh, "x", ow,
+              "): input ", chw[1], "x", chw[2], " is not a multiple of the output size");
+}
+}  // namespace
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
+  EPOCH_CHECK(x.ndim() == 4, "AdaptiveAvgPool2d expects (N, C, H, W), got ", shape_str(x.shape()));
+  check_adaptive({x.size(1), x.size(2), x.size(3)}, out_h_, out_w_);
+  if (x.size(2) == out_h_ && x.size(3) == out_w_) return x;
+  ops::Pool2dParams p;
+  p.kernel_h = p.stride_h = x.size(2) / out_h_;
+  p.kernel_w = p.stride_w = x.size(3) / out_w_;
+  return avg_pool2d(x, p);
+}
+
+Shape AdaptiveAvgPool2d::output_shape(const Shape& in) const {
+  check_adaptive(in, out_h_, out_w_);
+  return {in[0], out_h_, out_w_};
+}
+
+std::string AdaptiveAvgPool2d::describe() const {
+  return "AdaptiveAvgPool2d(" + std::to_string(out_h_) + "x" + std::to_string(out_w_) + ")";
+}
+
 Tensor Flatten::forward(const Tensor& x) { return flatten(x); }
 
 Shape Flatten::output_shape(const Shape& in) const { return {shape_numel(in)}; }

@@ -114,8 +114,11 @@ Sequential& Sequential::add(const std::string& name, std::shared_ptr<Module> mod
 }
 
 Tensor forward_in_order(const Module& chain, const Tensor& x) {
+  return forward_in_order(chain.children(), x);
+}
+
+Tensor forward_in_order(const Links& links, const Tensor& x) {
   Tensor h = x;
-  const auto& links = chain.children();
   bool relu_grad_pending = false;  // the link before fused a ReLU and left its gradient here
   for (std::size_t i = 0; i < links.size(); ++i) {
     Module& link = *links[i].second;
@@ -137,15 +140,23 @@ Tensor forward_in_order(const Module& chain, const Tensor& x) {
 }
 
 Shape output_shape_in_order(const Module& chain, const Shape& input) {
+  return output_shape_in_order(chain.children(), input);
+}
+
+Shape output_shape_in_order(const Links& links, const Shape& input) {
   Shape s = input;
-  for (const auto& [name, child] : chain.children()) s = child->output_shape(s);
+  for (const auto& [name, child] : links) s = child->output_shape(s);
   return s;
 }
 
 std::int64_t flops_in_order(const Module& chain, const Shape& input) {
+  return flops_in_order(chain.children(), input);
+}
+
+std::int64_t flops_in_order(const Links& links, const Shape& input) {
   std::int64_t total = 0;
   Shape s = input;
-  for (const auto& [name, child] : chain.children()) {
+  for (const auto& [name, child] : links) {
     total += child->flops(s);
     s = child->output_shape(s);
   }

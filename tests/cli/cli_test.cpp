@@ -163,7 +163,7 @@ TEST(Cli, ModelsInfoAndBench) {
   testing::TempDir dir;
   const CommandResult m = run_epoch("models --json", dir);
   ASSERT_EQ(m.exit_code, 0) << m.err;
-  EXPECT_EQ(nlohmann::json::parse(m.out).size(), 7u);
+  EXPECT_EQ(nlohmann::json::parse(m.out).size(), 11u);
   const CommandResult i = run_epoch("info --json", dir);
   ASSERT_EQ(i.exit_code, 0) << i.err;
   const nlohmann::json info = nlohmann::json::parse(i.out);

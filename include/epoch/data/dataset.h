@@ -45,7 +45,7 @@ std::string default_fashion_mnist_dir();
 
 /// Images of `num_classes` learnable classes (class-dependent oriented stripes, a blob and a
 /// tint, plus noise); sample i is a pure function of (seed, i) and has label i % num_classes.
-/// requires: n >= 0, channels >= 1, height, width >= 4, 2 <= num_classes <= 256.
+/// requires: n >= 0, channels >= 1, height, width >= 4, 2 <= num_classes <= 65536.
 ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::int64_t height,
                                     std::int64_t width, std::int64_t num_classes,
                                     std::uint64_t seed);

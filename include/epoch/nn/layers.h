@@ -94,6 +94,20 @@ class GlobalAvgPool2d : public Module {
   std::string describe() const override { return "GlobalAvgPool2d"; }
 };
 
+/// (N, C, H, W) -> (N, C, OH, OW) by averaging (PyTorch's AdaptiveAvgPool2d) where H and W
+/// are multiples of OH and OW (the identity where equal: AlexNet's 6x6 at 224x224); other
+/// sizes are refused, naming them.
+class AdaptiveAvgPool2d : public Module {
+ public:
+  AdaptiveAvgPool2d(std::int64_t out_h, std::int64_t out_w) : out_h_(out_h), out_w_(out_w) {}
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::string describe() const override;
+
+ private:
+  std::int64_t out_h_, out_w_;
+};
+
 /// (N, ...) -> (N, product of the rest).
 class Flatten : public Module {
  public:

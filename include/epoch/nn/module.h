@@ -117,6 +117,11 @@ class Module {
 Tensor forward_in_order(const Module& chain, const Tensor& x);
 Shape output_shape_in_order(const Module& chain, const Shape& input);
 std::int64_t flops_in_order(const Module& chain, const Shape& input);
+/// The same over a list of links (part of a module's children: Residual's main path).
+using Links = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
+Tensor forward_in_order(const Links& links, const Tensor& x);
+Shape output_shape_in_order(const Links& links, const Shape& input);
+std::int64_t flops_in_order(const Links& links, const Shape& input);
 
 /// Applies its children in order.
 class Sequential : public Module {
