@@ -23,7 +23,7 @@ import compare  # noqa: E402  (the PyTorch side: batch sizes, heavy models, run_
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(compare.DEFAULT_BATCH))
+    p.add_argument("--models", default=",".join(compare.SMALL))
     p.add_argument("--flavours", default="pypi",
                    help="references to compare with: pypi, debian (PyTorch), keras")
     p.add_argument("--threads", type=int, required=True)

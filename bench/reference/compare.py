@@ -23,14 +23,20 @@ DEFAULT_BATCH = {
     "deep-cnn": 32,
     "cifar10-keras": 32,
     "cifar10-tf": 128,
+    "alexnet": 32,
+    "resnet18": 32,
+    "resnet50": 32,
 }
+# What runs unless --models says otherwise (the ImageNet-size models take minutes each).
+SMALL = ["fmnist-cnn", "autoencoder", "catdog", "catdog-wide", "deep-cnn", "cifar10-keras",
+         "cifar10-tf"]
 # Models whose training step takes seconds on 2 cores get fewer (still >= 10) timed steps.
-HEAVY = {"catdog-wide", "deep-cnn"}
+HEAVY = {"catdog-wide", "deep-cnn", "alexnet", "resnet18", "resnet50"}
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=",".join(DEFAULT_BATCH),
+    p.add_argument("--models", default=",".join(SMALL),
                    help="comma-separated zoo names (default: all)")
     p.add_argument("--flavours", default="pypi,debian", help="run_torch.sh flavours, A,B")
     p.add_argument("--threads", type=int, required=True)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "epoch/autograd/autograd.h"
+#include "epoch/dist/process_group.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/flat_parameters.h"
 #include "epoch/nn/layers.h"
@@ -13,6 +14,7 @@
 #include "epoch/ops/elementwise.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/tensor/random.h"
+#include "epoch/train/data_parallel.h"
 #include "epoch/train/step.h"
 
 namespace epoch::bench {
@@ -57,7 +59,13 @@ nlohmann::json ComputeBenchResult::to_json() const {
           {"train_gflops", train_gflops},
           {"infer_ms_median", infer_ms_median},
           {"infer_images_per_s", infer_images_per_s},
-          {"infer_gflops", infer_gflops}};
+          {"infer_gflops", infer_gflops},
+          {"world_size", world_size},
+          {"global_train_images_per_s", global_train_images_per_s},
+          {"comm_ms_median", comm_ms_median},
+          {"comm_exposed_ms_median", comm_exposed_ms_median},
+          {"comm_hidden_fraction", comm_hidden_fraction},
+          {"comm_bytes_per_step", comm_bytes_per_step}};
 }
 
 ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
@@ -74,6 +82,12 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   optim::OptimizerConfig oc = optim::optimizer_defaults(c.optimizer);
   oc.lr = 1e-4f;
   train::Step train_step(*model, oc, nullptr, c.seed);
+  // Under mpirun every rank runs this step on its own batch and the gradients are averaged as
+  // in training (train::DataParallel), so the step's time includes the exposed communication.
+  dist::ProcessGroup& group = dist::ProcessGroup::world();
+  train::DataParallel dp(group, train_step, *model, train::kDefaultBucketBytes);
+  dp.broadcast_state();
+  dp.set_share(c.batch_size, c.batch_size * group.size());
 
   Shape in_shape{c.batch_size};
   for (std::int64_t d : model->spec().input) in_shape.push_back(d);
@@ -95,11 +109,25 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
 
   std::int64_t step = 0;
   model->train(true);
+  std::vector<double> comm_ms, exposed_ms;
   const std::vector<double> train_ms = time_ms(c.warmup, c.steps, [&] {
     const Tensor loss = train_step.run(x, y, step, static_cast<std::uint64_t>(step));
     ++step;
     (void)loss.item();
+    comm_ms.push_back(dp.last_step().busy_s * 1e3);
+    exposed_ms.push_back(dp.last_step().exposed_s * 1e3);
   });
+  if (dp.distributed()) {  // the timed steps' communication (the warm-up's dropped)
+    comm_ms.erase(comm_ms.begin(), comm_ms.end() - c.steps);
+    exposed_ms.erase(exposed_ms.begin(), exposed_ms.end() - c.steps);
+    r.world_size = group.size();
+    r.comm_ms_median = median(comm_ms);
+    r.comm_exposed_ms_median = median(exposed_ms);
+    double busy = 0, exposed = 0;
+    for (std::size_t i = 0; i < comm_ms.size(); ++i) busy += comm_ms[i], exposed += exposed_ms[i];
+    r.comm_hidden_fraction = busy > 0 ? 1.0 - std::min(1.0, exposed / busy) : 1.0;
+    r.comm_bytes_per_step = dp.last_step().bytes;
+  }
   model->train(false);
   const std::vector<double> infer_ms = time_ms(c.warmup, c.steps, [&] {
     autograd::NoGradGuard no_grad;
@@ -113,6 +141,7 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   r.train_step_ms_min = *std::min_element(train_ms.begin(), train_ms.end());
   r.train_images_per_s = batch / (r.train_step_ms_median / 1e3);
   r.train_gflops = 3.0 * fwd / (r.train_step_ms_median / 1e3) / 1e9;
+  r.global_train_images_per_s = r.train_images_per_s * r.world_size;
   r.infer_ms_median = median(infer_ms);
   r.infer_images_per_s = batch / (r.infer_ms_median / 1e3);
   r.infer_gflops = fwd / (r.infer_ms_median / 1e3) / 1e9;

@@ -20,6 +20,7 @@
 #include "epoch/bench/layer_bench.h"
 #include "epoch/bench/peak_bench.h"
 #include "epoch/bench/pipeline_bench.h"
+#include "epoch/dist/process_group.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/error.h"
 
@@ -244,6 +245,13 @@ void print_compute(const json& r) {
   if (r.contains("peak_gflops"))
     std::printf(" (%.1f GFLOP/s, %.1f%% of peak)", r["infer_gflops"].get<double>(),
                 r["infer_percent_of_peak"].get<double>());
+  if (r.value("world_size", 1) > 1)
+    std::printf(
+        "  | %d ranks: %.1f img/s in all, all-reduce %.2f ms a step, %.2f ms of it "
+        "exposed (%.0f%% hidden behind backward)",
+        r["world_size"].get<int>(), r["global_train_images_per_s"].get<double>(),
+        r["comm_ms_median"].get<double>(), r["comm_exposed_ms_median"].get<double>(),
+        100.0 * r["comm_hidden_fraction"].get<double>());
   if (r.contains("ratio_vs_pytorch"))
     std::printf("  | PyTorch %s %9.1f img/s  ratio %.2f",
                 r["torch_version"].get<std::string>().c_str(),
@@ -337,7 +345,7 @@ void print_layers(const json& r) {
   std::printf("; the layers alone sum to %.2f of it\n", r["layers_over_step"].get<double>());
   std::printf(
       "FLOPs: forward = multiply-adds x 2 of conv and dense layers; backward = forward x 2 (x 1 "
-            "where the input needs no gradient); share = of the layers' total%s\n"
+      "where the input needs no gradient); share = of the layers' total%s\n"
       "Each layer runs alone, on row-major activations; the full step runs them as one chain "
       "(activations kept in oneDNN's blocked layout, ReLU fused into the layer before it)\n",
       marked ? "; * = a reference implementation" : "");
@@ -408,19 +416,22 @@ int run_bench(const BenchOptions& o) {
                 "--compare pytorch times compute only or --pipeline; drop --data "
                 "or add --pipeline");
   check_combinations(o);
+  // Under mpirun every rank measures (a training step averages gradients across them); rank 0
+  // alone prints.
+  const bool lead = dist::ProcessGroup::world().rank() == 0;
   json rows = json::array();
   std::map<int, json> peaks;  // by the --threads value asked for
   if (o.peak) {
     for (int threads : o.threads) {
       if (peaks.count(threads) != 0) continue;
       json p = peak_row(o, threads);
-      if (!o.json) print_peak(p);
+      if (!o.json && lead) print_peak(p);
       std::fflush(stdout);
       rows.push_back(p);
       peaks[threads] = p;
     }
     if (!o.model_given && !o.layers) {  // the peak alone
-      if (o.json) std::printf("%s\n", (rows.size() == 1 ? rows[0] : rows).dump().c_str());
+      if (o.json && lead) std::printf("%s\n", (rows.size() == 1 ? rows[0] : rows).dump().c_str());
       return 0;
     }
   }
@@ -431,22 +442,22 @@ int run_bench(const BenchOptions& o) {
         const json* peak = o.peak ? &peaks.at(threads) : nullptr;
         if (o.layers) {
           r = layers_row(o, batch, threads, peak);
-          if (!o.json) print_layers(r);
+          if (!o.json && lead) print_layers(r);
         } else if (o.pipeline) {
           r = pipeline_row(o, batch, workers);
-          if (!o.json) print_pipeline(r);
+          if (!o.json && lead) print_pipeline(r);
         } else if (!o.data.empty()) {
           r = end_to_end_row(o, batch, threads, workers);
-          if (!o.json) print_end_to_end(r);
+          if (!o.json && lead) print_end_to_end(r);
         } else {
           r = compute_row(o, batch, threads, peak);
-          if (!o.json) print_compute(r);
+          if (!o.json && lead) print_compute(r);
         }
         std::fflush(stdout);
         rows.push_back(r);
         if (o.data.empty() && !o.pipeline && &workers != &o.workers.back()) break;  // no workers
       }
-  if (o.json) std::printf("%s\n", (rows.size() == 1 ? rows[0] : rows).dump().c_str());
+  if (o.json && lead) std::printf("%s\n", (rows.size() == 1 ? rows[0] : rows).dump().c_str());
   return 0;
 }
 

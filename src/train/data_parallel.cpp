@@ -1,5 +1,5 @@
 // Data-parallel training over a process group (see data_parallel.h).
-#include "train/data_parallel.h"
+#include "epoch/train/data_parallel.h"
 
 #include <cmath>
 

@@ -28,13 +28,13 @@
 #include "epoch/tensor/file_io.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/config_fields.h"
+#include "epoch/train/data_parallel.h"
 #include "epoch/train/evaluate.h"
 #include "epoch/train/metrics_log.h"
 #include "epoch/train/progress.h"
 #include "epoch/train/run_dir.h"
 #include "epoch/train/step.h"
 #include "epoch/train/training_data.h"
-#include "train/data_parallel.h"
 
 namespace epoch::train {
 namespace fs = std::filesystem;

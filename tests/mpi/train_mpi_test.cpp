@@ -189,5 +189,23 @@ TEST(DataParallel, ResumingOnAnotherNumberOfRanksIsRefused) {
   expect_one_line_error(r, 1, "trained on 2 process(es), this launch has 1");
 }
 
+// epoch bench under mpirun: every rank steps on its own batch with the gradients averaged;
+// rank 0 alone reports, with the step's communication.
+TEST(DataParallel, BenchReportsTheStepsCommunication) {
+  TempDir dir;
+  const CommandResult r = run_job(
+      2, "bench --model autoencoder --batch-size 64 --threads 1 --steps 10 --warmup 2 --json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(count_lines(r.out), 1) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_EQ(j["comm_bytes_per_step"], 435536 * 4) << "the autoencoder's gradients";
+  EXPECT_GT(j["comm_ms_median"].get<double>(), 0.0);
+  EXPECT_GE(j["comm_hidden_fraction"].get<double>(), 0.0);
+  EXPECT_LE(j["comm_hidden_fraction"].get<double>(), 1.0);
+  EXPECT_NEAR(j["global_train_images_per_s"].get<double>(),
+              2 * j["train_images_per_s"].get<double>(), 1e-6);
+}
+
 }  // namespace
 }  // namespace epoch::testing

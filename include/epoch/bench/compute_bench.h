@@ -4,9 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "epoch/ops/backend.h"
 
@@ -16,9 +15,9 @@ struct ComputeBenchConfig {
   std::string model = "fmnist-cnn";
   std::int64_t batch_size = 64;
   std::string device = "cpu";  // cpu, cuda or cuda:N
-  int threads = 0;  // 0: every core
+  int threads = 0;             // 0: every core
   int warmup = 5;
-  int steps = 20;   // timed steps (at least 10 are required)
+  int steps = 20;  // timed steps (at least 10 are required)
   std::string optimizer = "adam";
   bool reference_kernels = false;  // time the plain reference kernels instead of oneDNN
   ops::ConvAlgorithm conv_algorithm = ops::ConvAlgorithm::automatic;
@@ -29,9 +28,15 @@ struct ComputeBenchResult {
   ComputeBenchConfig config;
   int threads_used = 0;
   std::int64_t forward_flops_per_sample = 0;
-  double train_step_ms_median = 0, train_step_ms_min = 0, train_images_per_s = 0,
-         train_gflops = 0;
+  double train_step_ms_median = 0, train_step_ms_min = 0, train_images_per_s = 0, train_gflops = 0;
   double infer_ms_median = 0, infer_images_per_s = 0, infer_gflops = 0;
+  // Under mpirun (several ranks): each rank's batch is the batch; the step's communication.
+  int world_size = 1;
+  double global_train_images_per_s = 0;  // over every rank
+  double comm_ms_median = 0;             // the all-reduces, on the communication thread
+  double comm_exposed_ms_median = 0;     // of them, what the step waited for
+  double comm_hidden_fraction = 1.0;     // of the timed steps' communication, hidden by backward
+  std::int64_t comm_bytes_per_step = 0;
   nlohmann::json to_json() const;
 };
 
