@@ -20,6 +20,7 @@
 #include "epoch/bench/layer_bench.h"
 #include "epoch/bench/peak_bench.h"
 #include "epoch/bench/pipeline_bench.h"
+#include "epoch/bench/scale.h"
 #include "epoch/dist/process_group.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/error.h"
@@ -48,6 +49,7 @@ struct BenchOptions {
   bool layers = false;
   bool peak = false;
   std::int64_t peak_size = 4096;
+  std::vector<std::int64_t> allreduce_bytes;  // hidden: plain MPI_Allreduce timings (epoch scale)
   // Which flags were given (the defaults of --layers differ; --peak alone needs no model).
   bool model_given = false, steps_given = false, warmup_given = false, peak_size_given = false;
 };
@@ -415,6 +417,16 @@ int run_bench(const BenchOptions& o) {
     EPOCH_THROW(ConfigError,
                 "--compare pytorch times compute only or --pipeline; drop --data "
                 "or add --pipeline");
+  if (!o.allreduce_bytes.empty()) {  // under mpirun, for `epoch scale`
+    dist::ProcessGroup& group = dist::ProcessGroup::world();
+    json out = json::array();
+    for (std::int64_t bytes : o.allreduce_bytes)
+      out.push_back({{"ranks", group.size()},
+                     {"bytes", bytes},
+                     {"seconds", bench::time_allreduce(group, bytes, 3, 15)}});
+    if (group.rank() == 0) std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
   check_combinations(o);
   // Under mpirun every rank measures (a training step averages gradients across them); rank 0
   // alone prints.
@@ -523,6 +535,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   // Hidden (small sizes keep tests quick); run_peak_bench checks it, since CLI11 leaves a hidden
   // option's name out of its own messages.
   cmd->add_option("--peak-size", o->peak_size, "M = N = K of the peak's product")->group("");
+  cmd->add_option("--allreduce-bytes", o->allreduce_bytes,
+                  "Time plain MPI_Allreduce of these sizes")
+      ->delimiter(',')
+      ->check(in_range(4, std::int64_t{1} << 32))
+      ->group("");
   cmd->add_flag("--json", o->json, "Print JSON (one object, or an array when several)");
   cmd->callback([o, cmd, &exit_code] {
     o->model_given = cmd->count("--model") > 0;

@@ -207,5 +207,46 @@ TEST(DataParallel, BenchReportsTheStepsCommunication) {
               2 * j["train_images_per_s"].get<double>(), 1e-6);
 }
 
+// epoch scale launches the runs itself and reports efficiency, the all-reduce against plain
+// MPI_Allreduce, and a labelled projection, as a table, JSON and an SVG.
+TEST(Scale, MeasuresTheRankCountsAndProjects) {
+  TempDir dir;
+  const std::string out = dir / "scale";
+  const CommandResult r = run_epoch(
+      "scale --model autoencoder --ranks 1,2 --batch-size 64 "
+      "--steps 10 --warmup 2 --json --out " +
+          out,
+      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["points"][0]["efficiency"].get<double>(), 1.0);
+  const json& two = j["points"][1];
+  EXPECT_EQ(two["ranks"], 2);
+  EXPECT_GT(two["efficiency"].get<double>(), 0.2);
+  EXPECT_GT(two["plain_bus_gbytes_per_s"].get<double>(), 0.0);
+  EXPECT_GT(two["bucketed_over_plain_bandwidth"].get<double>(), 0.0);
+  EXPECT_EQ(j["gradient_bytes"], 435536 * 4);
+  ASSERT_EQ(j["projection"]["points"].size(), 7u);  // 16 ... 1024 nodes
+  EXPECT_NE(j["projection"]["label"].get<std::string>().find("not a measurement"),
+            std::string::npos);
+  double previous = 1.0;
+  for (const json& q : j["projection"]["points"]) {
+    EXPECT_LE(q["efficiency"].get<double>(), previous);
+    previous = q["efficiency"].get<double>();
+  }
+  EXPECT_EQ(j["source"]["efficiency"], 0.73);
+  std::ifstream svg(out + "/scale.svg");
+  const std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("<svg", 0), 0u);
+  std::ifstream saved(out + "/scale.json");
+  EXPECT_EQ(json::parse(saved)["model"], "autoencoder");
+}
+
+TEST(Scale, RefusesRankListsWithoutTheBaseline) {
+  TempDir dir;
+  expect_one_line_error(run_epoch("scale --ranks 2,4", dir), 1, "--ranks must start with 1");
+}
+
 }  // namespace
 }  // namespace epoch::testing
