@@ -65,7 +65,8 @@ nlohmann::json ComputeBenchResult::to_json() const {
           {"comm_ms_median", comm_ms_median},
           {"comm_exposed_ms_median", comm_exposed_ms_median},
           {"comm_hidden_fraction", comm_hidden_fraction},
-          {"comm_bytes_per_step", comm_bytes_per_step}};
+          {"comm_bytes_per_step", comm_bytes_per_step},
+          {"bucket_counts", bucket_counts}};
 }
 
 ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
@@ -127,6 +128,7 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
     for (std::size_t i = 0; i < comm_ms.size(); ++i) busy += comm_ms[i], exposed += exposed_ms[i];
     r.comm_hidden_fraction = busy > 0 ? 1.0 - std::min(1.0, exposed / busy) : 1.0;
     r.comm_bytes_per_step = dp.last_step().bytes;
+    for (const train::GradBucket& b : train_step.buckets()) r.bucket_counts.push_back(b.count);
   }
   model->train(false);
   const std::vector<double> infer_ms = time_ms(c.warmup, c.steps, [&] {

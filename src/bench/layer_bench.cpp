@@ -181,9 +181,9 @@ LayerBenchResult run_layer_bench(const LayerBenchConfig& c) {
   if (c.steps != 0 && c.steps < 3)
     EPOCH_THROW(ConfigError, "--steps must be at least 3 with --layers");
   if (c.warmup < -1) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
-  const ops::ContextGuard context(ops::Context{
-      c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast, c.threads,
-      c.conv_algorithm});
+  const ops::ContextGuard context(
+      ops::Context{c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast,
+                   c.threads, c.conv_algorithm});
   std::shared_ptr<models::Model> model = models::build_model(c.model);
   const auto* stack = dynamic_cast<const models::LayerStack*>(model.get());
   if (stack == nullptr)

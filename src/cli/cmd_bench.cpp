@@ -49,7 +49,8 @@ struct BenchOptions {
   bool layers = false;
   bool peak = false;
   std::int64_t peak_size = 4096;
-  std::vector<std::int64_t> allreduce_bytes;  // hidden: plain MPI_Allreduce timings (epoch scale)
+  std::vector<std::int64_t> allreduce_bytes;    // hidden: plain MPI_Allreduce timings (epoch scale)
+  std::vector<std::int64_t> allreduce_buckets;  // hidden: the averager over these float counts
   // Which flags were given (the defaults of --layers differ; --peak alone needs no model).
   bool model_given = false, steps_given = false, warmup_given = false, peak_size_given = false;
 };
@@ -417,13 +418,22 @@ int run_bench(const BenchOptions& o) {
     EPOCH_THROW(ConfigError,
                 "--compare pytorch times compute only or --pipeline; drop --data "
                 "or add --pipeline");
-  if (!o.allreduce_bytes.empty()) {  // under mpirun, for `epoch scale`
+  if (!o.allreduce_bytes.empty() || !o.allreduce_buckets.empty()) {  // for `epoch scale`
     dist::ProcessGroup& group = dist::ProcessGroup::world();
     json out = json::array();
     for (std::int64_t bytes : o.allreduce_bytes)
       out.push_back({{"ranks", group.size()},
                      {"bytes", bytes},
                      {"seconds", bench::time_allreduce(group, bytes, 3, 15)}});
+    if (!o.allreduce_buckets.empty()) {
+      std::int64_t total = 0;
+      for (std::int64_t c : o.allreduce_buckets) total += c;
+      out.push_back(
+          {{"ranks", group.size()},
+           {"bytes", total * 4},
+           {"buckets", o.allreduce_buckets.size()},
+           {"seconds", bench::time_bucketed_allreduce(group, o.allreduce_buckets, 3, 15)}});
+    }
     if (group.rank() == 0) std::printf("%s\n", out.dump().c_str());
     return 0;
   }
@@ -539,6 +549,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   "Time plain MPI_Allreduce of these sizes")
       ->delimiter(',')
       ->check(in_range(4, std::int64_t{1} << 32))
+      ->group("");
+  cmd->add_option("--allreduce-buckets", o->allreduce_buckets,
+                  "Time the gradient averager over buckets of these float counts")
+      ->delimiter(',')
+      ->check(in_range(1, std::int64_t{1} << 30))
       ->group("");
   cmd->add_flag("--json", o->json, "Print JSON (one object, or an array when several)");
   cmd->callback([o, cmd, &exit_code] {

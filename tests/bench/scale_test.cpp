@@ -54,6 +54,9 @@ TEST(Projection, EfficiencyFallsWithNodesAndRisesWithOverlap) {
     }
   }
   EXPECT_DOUBLE_EQ(project_efficiency(0.1, grad, 1.0, net, {1024})[0].efficiency, 1.0);
+  // No more hides than backward's share of the compute.
+  const ProjectionPoint tight = project_efficiency(0.001, grad, 1.0, net, {1024})[0];
+  EXPECT_NEAR(tight.exposed_s, tight.comm_s - kBackwardShare * 0.001, 1e-12);
 }
 
 TEST(Projection, PlotIsSelfContainedSvg) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "epoch/ops/backend.h"
 
@@ -37,6 +38,7 @@ struct ComputeBenchResult {
   double comm_exposed_ms_median = 0;     // of them, what the step waited for
   double comm_hidden_fraction = 1.0;     // of the timed steps' communication, hidden by backward
   std::int64_t comm_bytes_per_step = 0;
+  std::vector<std::int64_t> bucket_counts;  // the gradient buckets' floats, in order
   nlohmann::json to_json() const;
 };
 

@@ -22,6 +22,12 @@ struct AllReducePoint {
 /// calls after `warmup`, each started together (a barrier first). Collective: every rank calls.
 double time_allreduce(dist::ProcessGroup& group, std::int64_t bytes, int warmup, int reps);
 
+/// The gradient averager's all-reduce (dist::GradientAverager, as training runs it) of buckets
+/// of these float counts, all queued at once after a barrier: the median seconds until the
+/// last is done. Collective.
+double time_bucketed_allreduce(dist::ProcessGroup& group, const std::vector<std::int64_t>& counts,
+                               int warmup, int reps);
+
 /// The ring all-reduce's cost: t = 2 (p - 1) alpha + 2 (p - 1) / p * n * beta (alpha: a
 /// message's latency in seconds, beta: seconds per byte, so 1 / beta is the link's bandwidth).
 struct AlphaBeta {
@@ -37,7 +43,9 @@ double bus_bandwidth(int ranks, std::int64_t bytes, double seconds);
 
 /// Projected data-parallel efficiency at `nodes` (weak scaling: each node keeps its batch and
 /// its compute time): communication from `network`, of which `hidden_fraction` (measured)
-/// hides behind backward; efficiency = compute / (compute + exposed).
+/// hides behind backward, but never more than kBackwardShare of the compute time (backward's
+/// part of a step); efficiency = compute / (compute + exposed).
+inline constexpr double kBackwardShare = 2.0 / 3.0;
 struct ProjectionPoint {
   int nodes = 0;
   double comm_s = 0, exposed_s = 0, efficiency = 0;
