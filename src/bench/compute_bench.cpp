@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "epoch/autograd/autograd.h"

@@ -3,6 +3,7 @@
 #include "epoch/bench/peak_bench.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "bench/bench_util.h"

@@ -102,7 +102,9 @@ void add_data_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SynthOptions>();
   data::SynthConfig& c = o->config;
   CLI::App* synth = cmd->add_subcommand(
-      "synth", "Write a drawn image dataset: out/train/<class>/*.jpg and out/validation/...");
+      "synth",
+      "Write a drawn image dataset: out/train/<class>/*.jpg and out/validation/... "
+      "(imagenet: out/val/...)");
   synth->add_option("--kind", c.kind, "catdog (500x375), cifar10 (32x32) or imagenet (256x256)")
       ->required();
   synth->add_option("--out", c.out_dir, "Output folder (must not hold train/ already)")->required();

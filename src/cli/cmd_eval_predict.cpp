@@ -50,11 +50,13 @@ int run_eval(const EvalOptions& o) {
                      {"samples", r.count},
                      {"test_loss", r.loss}};
     j["test_accuracy"] = r.accuracy >= 0 ? nlohmann::json(r.accuracy) : nlohmann::json(nullptr);
+    if (r.top5_accuracy >= 0) j["test_top5_accuracy"] = r.top5_accuracy;
     std::printf("%s\n", j.dump().c_str());
   } else if (r.accuracy >= 0) {
-    std::printf("%s on %lld test samples: accuracy %.2f%%, loss %.4f\n",
-                t.model->spec().name.c_str(), static_cast<long long>(r.count), 100.0 * r.accuracy,
-                r.loss);
+    std::printf("%s on %lld test samples: accuracy %.2f%%", t.model->spec().name.c_str(),
+                static_cast<long long>(r.count), 100.0 * r.accuracy);
+    if (r.top5_accuracy >= 0) std::printf(", top-5 %.2f%%", 100.0 * r.top5_accuracy);
+    std::printf(", loss %.4f\n", r.loss);
   } else {
     std::printf("%s on %lld test samples: loss %.5f\n", t.model->spec().name.c_str(),
                 static_cast<long long>(r.count), r.loss);

@@ -122,7 +122,11 @@ int run_train(TrainOptions& o) {
   } else {
     std::printf("run directory: %s\n", r.run_dir.c_str());
     std::printf("checkpoint:    %s\n", r.checkpoint.c_str());
-    if (r.test_accuracy >= 0)
+    if (r.test_accuracy >= 0 && r.test_top5_accuracy >= 0)
+      std::printf("%s accuracy: %.2f%% (top-5 %.2f%%)  %s loss: %.4f\n", r.eval_name.c_str(),
+                  100.0 * r.test_accuracy, 100.0 * r.test_top5_accuracy, r.eval_name.c_str(),
+                  r.test_loss);
+    else if (r.test_accuracy >= 0)
       std::printf("%s accuracy: %.2f%%  %s loss: %.4f\n", r.eval_name.c_str(),
                   100.0 * r.test_accuracy, r.eval_name.c_str(), r.test_loss);
     else

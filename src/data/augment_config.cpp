@@ -1,6 +1,7 @@
 // AugmentConfig, the configuration of per-sample augmentation: which options are on, their
 // validation, JSON form and one-line description.
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <utility>

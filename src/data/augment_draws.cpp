@@ -55,6 +55,26 @@ Affine2D scale_map(double x0, double w, double y0, double h, std::int64_t out_w,
   return m;
 }
 
+/// torchvision's Resize(round(size / kResizeCropFraction)) then CenterCrop(size): the short side
+/// scaled to that size (the long one truncated, as torchvision), the crop's offsets rounded half
+/// to even (Python's round); the crop window expressed in the source's pixels.
+Affine2D resize_center_crop(const Preprocessing& pre, std::int64_t sw, std::int64_t sh) {
+  const double w = static_cast<double>(sw), h = static_cast<double>(sh);
+  const double scale =
+      std::max(static_cast<double>(pre.width) / w, static_cast<double>(pre.height) / h) /
+      kResizeCropFraction;
+  const bool wide = sw >= sh;
+  const double short_side = std::nearbyint((wide ? h : w) * scale);
+  // (short * long / short_source, in that order: exact where torchvision's is)
+  const double long_side = std::floor(short_side * (wide ? w : h) / (wide ? h : w));
+  const double rw = wide ? long_side : short_side, rh = wide ? short_side : long_side;
+  const double left = std::nearbyint((rw - static_cast<double>(pre.width)) / 2.0);
+  const double top = std::nearbyint((rh - static_cast<double>(pre.height)) / 2.0);
+  const double fx = w / rw, fy = h / rh;  // source pixels per resized pixel
+  return scale_map(left * fx, static_cast<double>(pre.width) * fx, top * fy,
+                   static_cast<double>(pre.height) * fy, pre.width, pre.height);
+}
+
 /// torchvision RandomResizedCrop.get_params: (left, top, w, h) of the crop in the source.
 Affine2D random_resized_crop(const AugmentConfig& cfg, std::int64_t sw, std::int64_t sh,
                              std::int64_t out_w, std::int64_t out_h, const RandomStream& rng,
@@ -110,6 +130,8 @@ Affine2D base_transform(const Preprocessing& pre, std::int64_t src_width, std::i
     return {1, 0, static_cast<double>((src_width - pre.width) / 2),
             0, 1, static_cast<double>((src_height - pre.height) / 2)};
   }
+  if (pre.resize == Resize::resize_center_crop)
+    return resize_center_crop(pre, src_width, src_height);
   return scale_map(0, static_cast<double>(src_width), 0, static_cast<double>(src_height), pre.width,
                    pre.height);
 }

@@ -5,6 +5,7 @@
 #include "epoch/data/loader.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 namespace epoch::data {
@@ -20,6 +21,14 @@ const char* on_bad_image_name(OnBadImage p) { return p == OnBadImage::skip ? "sk
 DecodeOptions decode_hint(const Preprocessing& pre, const AugmentConfig* augment) {
   DecodeOptions hint;
   if (pre.resize == Resize::center_crop) return hint;
+  if (pre.resize == Resize::resize_center_crop && !(augment && augment->enabled())) {
+    // Both sides at least the resized short side: the decode keeps what the crop samples.
+    const auto side = static_cast<std::int64_t>(
+        std::ceil(static_cast<double>(std::max(pre.width, pre.height)) / kResizeCropFraction));
+    hint.min_width = side;
+    hint.min_height = side;
+    return hint;
+  }
   const std::int64_t k = augment && augment->enabled() && augment->random_resized_crop ? 2 : 1;
   hint.min_width = pre.width * k;
   hint.min_height = pre.height * k;

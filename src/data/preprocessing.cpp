@@ -48,12 +48,23 @@ void Preprocessing::validate() const {
                 " must be finite, non-zero");
 }
 
-const char* resize_name(Resize r) { return r == Resize::center_crop ? "center_crop" : "stretch"; }
+const char* resize_name(Resize r) {
+  switch (r) {
+    case Resize::stretch:
+      return "stretch";
+    case Resize::center_crop:
+      return "center_crop";
+    case Resize::resize_center_crop:
+      return "resize_center_crop";
+  }
+  return "stretch";
+}
 
 Resize parse_resize(const std::string& name) {
-  if (name == "stretch") return Resize::stretch;
-  if (name == "center_crop") return Resize::center_crop;
-  EPOCH_THROW(ConfigError, "resize \"", name, "\": expected stretch or center_crop");
+  for (Resize r : {Resize::stretch, Resize::center_crop, Resize::resize_center_crop})
+    if (name == resize_name(r)) return r;
+  EPOCH_THROW(ConfigError, "resize \"", name,
+              "\": expected stretch, center_crop or resize_center_crop");
 }
 
 std::string Preprocessing::to_json() const {

@@ -131,11 +131,13 @@ SynthSummary write_synth_dataset(const SynthConfig& config) {
   const std::int64_t total = train_n + val_n;
   const fs::path out(config.out_dir);
   std::error_code ec;
-  for (const char* sub : {"train", "validation"})
+  // ImageNet's own layout names its validation split val/.
+  const char* const val_dir = kind == "imagenet" ? "val" : "validation";
+  for (const char* sub : {"train", "validation", "val"})
     if (fs::exists(out / sub, ec))
       EPOCH_THROW(ConfigError, (out / sub).string(), " already exists; choose a new output ",
                   "directory or remove it");
-  for (const char* sub : {"train", "validation"})
+  for (const char* sub : {"train", val_dir})
     for (const std::string& name : names) {
       fs::create_directories(out / sub / name, ec);
       if (ec) EPOCH_THROW(IoError, (out / sub / name).string(), ": cannot create: ", ec.message());
@@ -176,7 +178,7 @@ SynthSummary write_synth_dataset(const SynthConfig& config) {
       const std::string& name = names[static_cast<std::size_t>(label)];
       const std::string file = kind == "imagenet" ? name + "_" + std::to_string(number) + ".JPEG"
                                                   : name + "." + std::to_string(number) + ".jpg";
-      const fs::path path = out / (train ? "train" : "validation") / name / file;
+      const fs::path path = out / (train ? "train" : val_dir) / name / file;
       write_jpeg(path.string(), image, config.quality);
       bytes[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(fs::file_size(path));
       if (binary) {

@@ -117,8 +117,8 @@ std::shared_ptr<Pool2d> max_pool_3x3_s2(std::int64_t pad) {
   return std::make_shared<Pool2d>(nn::PoolKind::max, p);
 }
 
-std::shared_ptr<Conv2d> conv(std::int64_t in, std::int64_t out, std::int64_t k,
-                             std::int64_t stride, std::int64_t pad, bool bias) {
+std::shared_ptr<Conv2d> conv(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride,
+                             std::int64_t pad, bool bias) {
   ops::Conv2dParams p;
   p.stride_h = p.stride_w = stride;
   p.pad_h = p.pad_w = pad;
@@ -158,8 +158,8 @@ void resnet18(Layers& l);
 void resnet50(Layers& l);
 
 // BasicBlock (two 3x3) or Bottleneck (1x1, 3x3 with the stride: v1.5, 1x1 to 4x the width).
-std::shared_ptr<nn::Residual> resnet_block(std::int64_t in, std::int64_t width,
-                                           std::int64_t stride, bool bottleneck) {
+std::shared_ptr<nn::Residual> resnet_block(std::int64_t in, std::int64_t width, std::int64_t stride,
+                                           bool bottleneck) {
   auto b = std::make_shared<nn::Residual>();
   const std::int64_t out = bottleneck ? 4 * width : width;
   if (bottleneck) {
@@ -279,7 +279,9 @@ Recipe cifar10_tf_recipe() {
 
 Recipe imagenet_recipe() {
   // torchvision's ImageNet reference: SGD 0.1, momentum 0.9, weight decay 1e-4, batch 32 per
-  // process here, random-resized crops of 224 and flips; cosine after a warm-up.
+  // process here, random-resized crops of 224 and flips; cosine after a warm-up; inputs
+  // normalized by ImageNet's channel means and deviations; evaluated on the central 224 of the
+  // image resized to 256.
   Recipe r;
   r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::sgd);
   r.optimizer.lr = 0.1f;
@@ -288,7 +290,9 @@ Recipe imagenet_recipe() {
   r.schedule.kind = optim::ScheduleKind::cosine;
   r.augment.random_resized_crop = true;
   r.augment.horizontal_flip = true;
-  r.resize = data::Resize::center_crop;
+  r.mean = {0.485f, 0.456f, 0.406f};
+  r.std = {0.229f, 0.224f, 0.225f};
+  r.resize = data::Resize::resize_center_crop;
   return r;
 }
 
@@ -358,20 +362,36 @@ const std::vector<Entry>& entries() {
           {}},
          cifar10_tf,
          cifar10_tf_recipe},
-        {{"alexnet", "torchvision's AlexNet, 224x224, 1000 classes", {3, 224, 224}, 1000,
-          Task::classification, {}},
+        {{"alexnet",
+          "torchvision's AlexNet, 224x224, 1000 classes",
+          {3, 224, 224},
+          1000,
+          Task::classification,
+          {}},
          alexnet,
          alexnet_recipe},
-        {{"alexnet-bn", "AlexNet with batch norm after every conv and hidden dense layer",
-          {3, 224, 224}, 1000, Task::classification, {}},
+        {{"alexnet-bn",
+          "AlexNet with batch norm after every conv and hidden dense layer",
+          {3, 224, 224},
+          1000,
+          Task::classification,
+          {}},
          alexnet_bn,
          alexnet_recipe},
-        {{"resnet18", "ResNet-18 v1.5, 224x224, 1000 classes", {3, 224, 224}, 1000,
-          Task::classification, {}},
+        {{"resnet18",
+          "ResNet-18 v1.5, 224x224, 1000 classes",
+          {3, 224, 224},
+          1000,
+          Task::classification,
+          {}},
          resnet18,
          imagenet_recipe},
-        {{"resnet50", "ResNet-50 v1.5 (stride on the bottleneck's 3x3), 224x224", {3, 224, 224},
-          1000, Task::classification, {}},
+        {{"resnet50",
+          "ResNet-50 v1.5 (stride on the bottleneck's 3x3), 224x224",
+          {3, 224, 224},
+          1000,
+          Task::classification,
+          {}},
          resnet50,
          imagenet_recipe},
     };

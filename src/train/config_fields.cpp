@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "epoch/data/loader.h"
@@ -287,12 +288,13 @@ const std::vector<ConfigField>& config_fields() {
        .ref = [](TrainConfig& c) -> FieldRef { return &c.input.std; }},
       {.key = "resize",
        .flag = "--resize",
-       .help = "Evaluation resize of other-sized images: stretch or center_crop",
+       .help = "Evaluation resize of other-sized images: stretch, center_crop or "
+               "resize_center_crop (torchvision's Resize(256) + CenterCrop(224))",
        .ref = [](TrainConfig& c) -> FieldRef {
          return ChoiceRef{[&c] { return std::string(data::resize_name(c.input.resize)); },
                           [&c](const std::string& s) { c.input.resize = data::parse_resize(s); }};
        },
-       .choices = {"stretch", "center_crop"}},
+       .choices = {"stretch", "center_crop", "resize_center_crop"}},
       {.key = "epochs",
        .flag = "--epochs",
        .help = "Epochs to train",

@@ -23,6 +23,14 @@ Tensor output_probabilities(models::Task task, const Tensor& output) {
   return probs;
 }
 
+bool in_top_k(const float* row, std::int64_t classes, std::int64_t label, std::int64_t k) {
+  const float score = row[label];
+  if (std::isnan(score)) return false;
+  std::int64_t above = 0;
+  for (std::int64_t j = 0; j < classes; ++j) above += row[j] > score;
+  return above < k;
+}
+
 EvalResult evaluate(models::Model& model, const data::ImageDataset& dataset,
                     const data::Preprocessing& pre, std::int64_t batch_size) {
   data::MemorySource source(dataset);
@@ -47,7 +55,7 @@ EvalResult evaluate(models::Model& model, data::Loader& loader, std::vector<std:
   loader.start_epoch(0, std::move(order));
   const Device device = net.parameters().front().second.device();
   double loss_sum = 0.0;
-  std::int64_t correct = 0, n = 0;
+  std::int64_t correct = 0, correct_top5 = 0, n = 0;
   while (const data::Batch* batch = loader.next()) {
     const std::int64_t count = batch->images.size(0);
     const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
@@ -60,22 +68,27 @@ EvalResult evaluate(models::Model& model, data::Loader& loader, std::vector<std:
     const std::int64_t k = task == models::Task::binary ? 1 : out.size(1);
     for (std::int64_t i = 0; i < count; ++i) {
       std::int64_t predicted = 0;
+      const auto label = static_cast<std::int64_t>(truth[static_cast<std::size_t>(i)]);
       if (task == models::Task::binary) {
         predicted = o[static_cast<std::size_t>(i)] > 0.0f ? 1 : 0;  // p > 0.5
       } else {
         const float* row = o.data() + i * k;
         predicted = std::max_element(row, row + k) - row;
+        if (k > 5) correct_top5 += in_top_k(row, k, label, 5);
       }
-      correct += predicted == static_cast<std::int64_t>(truth[static_cast<std::size_t>(i)]);
+      correct += predicted == label;
     }
   }
   net.train(was_training);
   EvalResult r;
   r.count = n;
   r.correct = correct;
+  r.correct_top5 = correct_top5;
   r.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
   if (task != models::Task::reconstruction && n > 0)
     r.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+  if (task == models::Task::classification && model.spec().outputs > 5 && n > 0)
+    r.top5_accuracy = static_cast<double>(correct_top5) / static_cast<double>(n);
   return r;
 }
 

@@ -2,6 +2,7 @@
 #include "epoch/train/inference.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/data/augment.h"

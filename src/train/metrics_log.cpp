@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "epoch/tensor/error.h"
 

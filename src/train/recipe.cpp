@@ -20,6 +20,8 @@ TrainConfig recipe_for(const std::string& model) {
     c.input.augment = r.augment;
     c.input.rescale = r.rescale;
     c.input.standardize = r.standardize;
+    c.input.mean = r.mean;
+    c.input.std = r.std;
     c.input.resize = r.resize;
   }
   return c;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "epoch/models/zoo.h"
 #include "epoch/train/checkpoint.h"
@@ -69,6 +70,7 @@ json TrainResult::to_json() const {
     j["comm_exposed_s"] = comm_exposed_s;
   }
   j["test_accuracy"] = test_accuracy >= 0 ? json(test_accuracy) : json(nullptr);
+  if (test_top5_accuracy >= 0) j["test_top5_accuracy"] = test_top5_accuracy;
   return j;
 }
 

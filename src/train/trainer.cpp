@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -379,6 +380,7 @@ json epoch_record(std::int64_t epoch, std::int64_t global_step, const EpochTotal
     record["comm_bytes_per_step"] = t.comm.bytes / t.comm.steps;
   }
   record["test_accuracy"] = eval.accuracy >= 0 ? json(eval.accuracy) : json(nullptr);
+  if (eval.top5_accuracy >= 0) record["test_top5_accuracy"] = eval.top5_accuracy;
   return record;
 }
 
@@ -386,12 +388,15 @@ std::string epoch_line(std::int64_t epoch, const EpochTotals& t, const EvalResul
                        const std::string& eval_name) {
   const double train_loss = t.loss_sum / static_cast<double>(t.steps);
   const double ips = static_cast<double>(t.images) / t.seconds;
-  char line[256];
+  char line[320];
+  char top5[48] = "";
+  if (eval.top5_accuracy >= 0)
+    std::snprintf(top5, sizeof top5, " (top-5 %.2f%%)", 100.0 * eval.top5_accuracy);
   if (eval.accuracy >= 0)
     std::snprintf(line, sizeof line,
-                  "epoch %lld: train loss %.4f | %s loss %.4f | %s accuracy %.2f%% | %.0f img/s",
+                  "epoch %lld: train loss %.4f | %s loss %.4f | %s accuracy %.2f%%%s | %.0f img/s",
                   static_cast<long long>(epoch + 1), train_loss, eval_name.c_str(), eval.loss,
-                  eval_name.c_str(), 100.0 * eval.accuracy, ips);
+                  eval_name.c_str(), 100.0 * eval.accuracy, top5, ips);
   else
     std::snprintf(line, sizeof line, "epoch %lld: train loss %.5f | %s loss %.5f | %.0f img/s",
                   static_cast<long long>(epoch + 1), train_loss, eval_name.c_str(), eval.loss, ips);
@@ -534,6 +539,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   result.steps = global_step;
   result.test_loss = eval.loss;
   result.test_accuracy = eval.accuracy;
+  result.test_top5_accuracy = eval.top5_accuracy;
   result.images_per_s =
       train_seconds > 0 ? static_cast<double>(images_this_run) / train_seconds : 0;
   result.data_wait_fraction = train_seconds > 0 ? wait_seconds / train_seconds : 0.0;

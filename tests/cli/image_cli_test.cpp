@@ -237,5 +237,46 @@ TEST(ImageCli, Cifar10RecipesTrainFromBinariesAndPredictFromJpeg) {
   EXPECT_NE(k.out.find("test_accuracy"), std::string::npos);
 }
 
+TEST(ImageCli, ImagenetFoldersTrainAndEvaluateWithTopFive) {
+  // ImageNet's layout (train/ and val/ of class folders, photo-like sizes): the recipe's
+  // random-resized crops for training, resize 256 + centre crop 224 and ImageNet's
+  // normalization for evaluation, top-1 and top-5 reported, by `epoch train` and `epoch eval`.
+  testing::TempDir dir;
+  ASSERT_EQ(run_epoch("data synth --kind imagenet --classes 8 --count 16 --val-count 8 --out " +
+                          (dir / "inet"),
+                      dir)
+                .exit_code,
+            0);
+  EXPECT_TRUE(fs::is_directory(dir / "inet/val"));
+  EXPECT_FALSE(fs::exists(dir / "inet/validation"));
+  const CommandResult r = run_epoch("train --model resnet18 --data " + (dir / "inet") +
+                                        " --epochs 1 --batch-size 4 --threads 2 --log-every 0 "
+                                        "--out " +
+                                        (dir / "run") + " --json",
+                                    dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("test_top5_accuracy")) << r.out;
+  const double top1 = j["test_accuracy"].get<double>(), top5 = j["test_top5_accuracy"];
+  EXPECT_GE(top5, top1);
+  EXPECT_LE(top5, 1.0);
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(dir / "run/config.json"));
+  EXPECT_EQ(config["resize"], "resize_center_crop");
+  EXPECT_FLOAT_EQ(config["mean"][0].get<float>(), 0.485f);
+  EXPECT_FLOAT_EQ(config["std"][2].get<float>(), 0.225f);
+  EXPECT_TRUE(config["augment"]["random_resized_crop"].get<bool>());
+  const CommandResult e = run_epoch("eval " + (dir / "run/checkpoints/last.safetensors") +
+                                        " --data " + (dir / "inet") + " --threads 2 --json",
+                                    dir);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto ej = nlohmann::json::parse(e.out);
+  EXPECT_EQ(ej["samples"], 8);
+  EXPECT_DOUBLE_EQ(ej["test_top5_accuracy"].get<double>(), top5);  // the same evaluation
+  const CommandResult text = run_epoch("eval " + (dir / "run/checkpoints/last.safetensors") +
+                                           " --data " + (dir / "inet") + " --threads 2",
+                                       dir);
+  EXPECT_NE(text.out.find("top-5"), std::string::npos) << text.out;
+}
+
 }  // namespace
 }  // namespace epoch

@@ -11,8 +11,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
+
+#include "epoch/data/loader.h"
 
 namespace epoch::data {
 namespace {
@@ -404,6 +407,49 @@ TEST(AugmentTest, BaseTransformStretchAndCenterCrop) {
       run_transform(ImageView::chw(px.data(), 3, 7, 8), pre, nullptr, RandomStream(0, 0)),
       run_preprocess(pre, crop)));
   EXPECT_THROW(base_transform(pre, 0, 5), InvalidArgument);
+}
+
+TEST(AugmentTest, ResizeCenterCropIsTorchvisionsResizeThenCenterCrop) {
+  // 224 of 320x240: the short side to 256, the long one to floor(256 * 320 / 240) = 341; the
+  // crop at left round(58.5) = 58 (half to even, as Python), top 16.
+  Preprocessing pre = make_pre(3, 224, 224);
+  pre.resize = Resize::resize_center_crop;
+  const auto expect_window = [](const Affine2D& m, double fx, double left, double fy, double top) {
+    EXPECT_DOUBLE_EQ(m.a, fx);
+    EXPECT_DOUBLE_EQ(m.c, (left + 0.5) * fx - 0.5);
+    EXPECT_DOUBLE_EQ(m.e, fy);
+    EXPECT_DOUBLE_EQ(m.f, (top + 0.5) * fy - 0.5);
+    EXPECT_EQ(m.b, 0.0);
+    EXPECT_EQ(m.d, 0.0);
+  };
+  expect_window(base_transform(pre, 320, 240), 320.0 / 341.0, 58, 240.0 / 256.0, 16);
+  expect_window(base_transform(pre, 240, 320), 240.0 / 256.0, 16, 320.0 / 341.0, 58);
+  expect_window(base_transform(pre, 500, 500), 500.0 / 256.0, 16, 500.0 / 256.0, 16);
+  expect_window(base_transform(pre, 100, 60), 100.0 / 426.0, 101, 60.0 / 256.0, 16);  // upscale
+  // Through transform_sample on a horizontal ramp (bilinear is exact on it): 8 of 26x18 is
+  // Resize(9) to 13x9, then the crop at left round(2.5) = 2: output x reads source
+  // (x + 2.5) * 2 - 0.5, value 5 per source pixel.
+  pre = make_pre(1, 8, 8);
+  pre.resize = Resize::resize_center_crop;
+  pre.rescale = 1.0f;
+  Pixels ramp(26 * 18);
+  for (std::int64_t y = 0; y < 18; ++y)
+    for (std::int64_t x = 0; x < 26; ++x) ramp[static_cast<std::size_t>(y * 26 + x)] = 5 * x;
+  const std::vector<float> out =
+      run_transform(ImageView::chw(ramp.data(), 1, 18, 26), pre, nullptr, RandomStream(0, 0));
+  for (std::int64_t y = 0; y < 8; ++y)
+    for (std::int64_t x = 0; x < 8; ++x)
+      EXPECT_FLOAT_EQ(out[static_cast<std::size_t>(y * 8 + x)],
+                      5.0f * (2.0f * static_cast<float>(x) + 4.5f))
+          << x << ", " << y;
+  EXPECT_EQ(parse_resize(resize_name(Resize::resize_center_crop)), Resize::resize_center_crop);
+  // And the decoder is asked for no less than the resized short side.
+  const DecodeOptions hint = decode_hint(make_pre(3, 224, 224), nullptr);
+  EXPECT_EQ(hint.min_width, 224);  // stretch: the model's size
+  pre = make_pre(3, 224, 224);
+  pre.resize = Resize::resize_center_crop;
+  EXPECT_EQ(decode_hint(pre, nullptr).min_width, 256);
+  EXPECT_EQ(decode_hint(pre, nullptr).min_height, 256);
 }
 
 TEST(AugmentTest, CropPaddingGivesZeroBordersAtEveryOffset) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "epoch/models/zoo.h"
 #include "epoch/nn/layers.h"

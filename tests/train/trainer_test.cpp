@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "epoch/data/image.h"
 #include "epoch/tensor/safetensors.h"

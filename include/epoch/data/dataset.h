@@ -51,14 +51,19 @@ ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::
                                     std::uint64_t seed);
 
 /// How evaluation and prediction fit an image of another size to the model's: stretch the whole
-/// image, or take the central window (after scaling the short side).
-enum class Resize { stretch, center_crop };
+/// image; take the central window of the model's size (TensorFlow's crop-or-pad, stretching a
+/// smaller image); or resize_center_crop, torchvision's ImageNet evaluation (Resize(256) then
+/// CenterCrop(224)): scale the image, aspect kept, so that the model's size is
+/// kResizeCropFraction of it, then take the central window.
+enum class Resize { stretch, center_crop, resize_center_crop };
+/// The share of the resized image the central crop keeps, per side: 224 / 256.
+inline constexpr double kResizeCropFraction = 0.875;
 const char* resize_name(Resize r);
-/// The mode named `name` (ConfigError naming "stretch or center_crop" for another).
+/// The mode named `name` (ConfigError naming the valid ones for another).
 Resize parse_resize(const std::string& name);
 
 /// What turns an image into a model's f32 input: resize to (channels, height, width) (an image
-/// file of another size: "stretch" the whole image, or take the "center_crop"), then
+/// file of another size: see Resize), then
 /// v = u8 * rescale; with standardize, v = (v - mean(v)) / max(stddev(v), 1/sqrt(C*H*W)) over
 /// the sample (TensorFlow's per-image standardization); then x = (v - mean[c]) / std[c].
 /// Stored in checkpoints, so prediction applies exactly what training used.

@@ -48,13 +48,13 @@ struct SynthSummary {
 };
 
 /// Writes out_dir/train/<class>/<class>.<i>.jpg and out_dir/validation/<class>/... (ImageNet
-/// kind: <wnid>_<i>.JPEG), in parallel, each file atomic. Labels cycle over the classes
-/// (i % classes). <i> numbers a class's images: training 0, 1, ..., validation continuing
-/// after ceil(count / classes); image <i> of a class is draw_synth_image(kind, label, i, seed,
-/// size), so the files are the same for any thread count. Throws ConfigError for bad sizes or
-/// counts (count below the number of classes, sizes outside 8-4096, quality outside 1-100),
-/// IoError when out_dir cannot be written; refuses (ConfigError) an out_dir that already holds
-/// a train/ or validation/ folder.
+/// kind: <wnid>_<i>.JPEG, and ImageNet's val/ for the validation split), in parallel, each file
+/// atomic. Labels cycle over the classes (i % classes). <i> numbers a class's images: training 0,
+/// 1, ..., validation continuing after ceil(count / classes); image <i> of a class is
+/// draw_synth_image(kind, label, i, seed, size), so the files are the same for any thread count.
+/// Throws ConfigError for bad sizes or counts (count below the number of classes, sizes outside
+/// 8-4096, quality outside 1-100), IoError when out_dir cannot be written; refuses (ConfigError) an
+/// out_dir that already holds a train/, validation/ or val/ folder.
 SynthSummary write_synth_dataset(const SynthConfig& config);
 
 }  // namespace epoch::data

@@ -32,6 +32,7 @@ struct Recipe {
   data::AugmentConfig augment;
   float rescale = 1.0f / 255.0f;
   bool standardize = false;                     // per-image standardization
+  std::vector<float> mean, std;                 // per channel after rescale; empty: none
   data::Resize resize = data::Resize::stretch;  // evaluation of other-sized images
 };
 

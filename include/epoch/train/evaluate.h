@@ -18,14 +18,23 @@ struct EvalResult {
   double accuracy = -1.0;  // -1 for tasks without accuracy (reconstruction)
   std::int64_t count = 0;
   std::int64_t correct = 0;  // samples classified right
+  /// The share whose label is among the 5 highest outputs (fewer than 5 score above it); -1
+  /// unless the model tells more than 5 classes apart.
+  double top5_accuracy = -1.0;
+  std::int64_t correct_top5 = 0;
 };
+
+/// Whether `label` is among the k highest of row[0..classes): fewer than k entries exceed it
+/// (ties count for the label, as a NaN score never does).
+bool in_top_k(const float* row, std::int64_t classes, std::int64_t label, std::int64_t k);
 
 /// Mean loss (weighted by batch size) and accuracy over every sample of `dataset`.
 EvalResult evaluate(models::Model& model, const data::ImageDataset& dataset,
                     const data::Preprocessing& pre, std::int64_t batch_size);
 
 /// The same over every sample a loader (no augmentation, any order) yields in one epoch;
-/// skipped bad images are not counted. Binary models: accuracy at threshold 0.5.
+/// skipped bad images are not counted. Binary models: accuracy at threshold 0.5. Models of more
+/// than 5 classes also report top-5 accuracy.
 EvalResult evaluate(models::Model& model, data::Loader& loader, std::int64_t num_samples);
 /// The same over the samples `order` names (one rank's shard).
 EvalResult evaluate(models::Model& model, data::Loader& loader, std::vector<std::int64_t> order);

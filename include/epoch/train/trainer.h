@@ -5,7 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -111,6 +111,7 @@ struct TrainResult {
   double train_loss = 0.0;  // mean loss of the last epoch
   double test_loss = 0.0;
   double test_accuracy = -1.0;         // -1 when the task has no accuracy (reconstruction)
+  double test_top5_accuracy = -1.0;    // -1 unless the model tells more than 5 classes apart
   std::string eval_name = "test";      // what test_* were measured on: "test" or "validation"
   double images_per_s = 0.0;           // training images per second of this invocation (no eval)
   double data_wait_fraction = 0.0;     // share of training time spent waiting for input
