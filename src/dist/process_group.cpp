@@ -64,6 +64,11 @@ ProcessGroup::ProcessGroup() {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm host;  // the ranks that share this host's memory
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host),
+        "MPI_Comm_split_type");
+  MPI_Comm_rank(host, &local_rank_);
+  MPI_Comm_free(&host);
 }
 
 ProcessGroup::~ProcessGroup() {

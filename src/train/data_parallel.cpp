@@ -21,8 +21,21 @@ DataParallel::DataParallel(dist::ProcessGroup& group, Step& step, nn::Module& mo
       totals_.busy_s += last_.busy_s, totals_.exposed_s += last_.exposed_s;
       totals_.bytes += last_.bytes, ++totals_.steps;
     };
+  } else if (dist::nccl_available()) {
+    // CUDA gradients: each bucket's NCCL all-reduce queued on its own stream as soon as
+    // backward has queued the kernels that complete it.
+    nccl_ = std::make_unique<dist::NcclAverager>(
+        group_, static_cast<int>(step_.flat().grads.device().index));
+    step_.on_bucket_ready = [this](const GradBucket& b) {
+      nccl_->add(b.grads.f32(), b.count, weight_);
+    };
+    step_.before_update = [this](Tensor&) {
+      last_ = nccl_->finish();
+      totals_.busy_s += last_.busy_s, totals_.exposed_s += last_.exposed_s;
+      totals_.bytes += last_.bytes, ++totals_.steps;
+    };
   } else {
-    // CUDA gradients go through the host in one piece after backward.
+    // A CUDA build without NCCL: the gradients go through the host in one piece after backward.
     step_.before_update = [this](Tensor& grads) {
       host_grads_ = grads.to(Device::cpu());
       averager_->add(host_grads_.f32(), host_grads_.numel(), weight_);

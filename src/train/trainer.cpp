@@ -157,7 +157,12 @@ ResumePoint resume_point(const TrainConfig& c, const fs::path& run_dir) {
 }
 
 Device training_device(const TrainConfig& c) {
-  const Device device = parse_device(c.run.device);
+  Device device = parse_device(c.run.device);
+  // Plain "cuda" under an MPI launcher: each rank of a host takes the next GPU (as torchrun's
+  // LOCAL_RANK); "cuda:N" is taken as given.
+  const dist::ProcessGroup& group = dist::ProcessGroup::world();
+  if (c.run.device == "cuda" && group.distributed() && memory::cuda_device_count() > 0)
+    device = Device::cuda(group.local_rank() % memory::cuda_device_count());
   if (device.is_cuda() && device.index >= memory::cuda_device_count())
     EPOCH_THROW(ConfigError, "--device ", c.run.device, ": no such CUDA device (",
                 memory::cuda_device_count(), " visible",

@@ -25,6 +25,8 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool distributed() const { return size_ > 1; }
+  /// This rank among the ranks of its own host (0 for a group of one): which GPU it takes.
+  int local_rank() const { return local_rank_; }
   /// "rank 1 of 4 on host-b" (or "a single process").
   std::string describe() const;
   /// The MPI library, e.g. "Open MPI v4.1.4" ("" without MPI).
@@ -47,7 +49,7 @@ class ProcessGroup {
  private:
   ProcessGroup();
   ~ProcessGroup();
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
   bool mpi_ = false;
   std::string host_;
 };

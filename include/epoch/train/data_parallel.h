@@ -10,6 +10,7 @@
 #include <string>
 
 #include "epoch/dist/gradient_averager.h"
+#include "epoch/dist/nccl_averager.h"
 #include "epoch/dist/process_group.h"
 #include "epoch/nn/module.h"
 #include "epoch/train/evaluate.h"
@@ -55,12 +56,13 @@ class DataParallel {
   dist::ProcessGroup& group_;
   Step& step_;
   nn::Module& model_;
-  std::unique_ptr<dist::GradientAverager> averager_;
+  std::unique_ptr<dist::GradientAverager> averager_;  // host gradients (and CUDA without NCCL)
+  std::unique_ptr<dist::NcclAverager> nccl_;          // CUDA gradients
   float weight_ = 1.0f;
   double share_ = 1.0;
   dist::CommTimes last_;
   CommTotals totals_;
-  Tensor host_grads_;  // a CUDA run's gradients on the host (until NCCL)
+  Tensor host_grads_;  // a CUDA run's gradients on the host, in a build without NCCL
 };
 
 }  // namespace epoch::train
