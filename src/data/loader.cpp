@@ -306,7 +306,10 @@ const Batch* Loader::next() {
       slot->error = nullptr;
       std::rethrow_exception(e);
     }
-    if (!slot->out.images.defined()) continue;  // every sample of this batch was skipped
+    if (!slot->out.images.defined()) {  // every sample of this batch was skipped
+      if (!config_.keep_empty_batches) continue;
+      slot->out = Batch{slot->images.narrow0(0, 0), slot->labels.narrow0(0, 0)};
+    }
     ++stats_.batches;
     stats_.samples += slot->out.images.size(0);
     return &slot->out;

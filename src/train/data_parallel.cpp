@@ -72,6 +72,13 @@ void DataParallel::set_share(std::int64_t local, std::int64_t global) {
   weight_ = static_cast<float>(share_);
 }
 
+std::int64_t DataParallel::global_count(std::int64_t local) const {
+  if (!distributed()) return local;
+  double v = static_cast<double>(local);
+  group_.all_reduce_sum(&v, 1);
+  return std::llround(v);
+}
+
 double DataParallel::mean_loss(double local_loss) const {
   if (!distributed()) return local_loss;
   double v = local_loss * share_;

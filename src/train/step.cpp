@@ -108,4 +108,14 @@ Tensor Step::run(const Tensor& x, const Tensor& labels, std::int64_t position, s
   return loss;
 }
 
+void Step::run_without_batch(std::int64_t position) {
+  const ops::ContextGuard context(context_);
+  if (schedule_) optimizer_->set_lr(schedule_->lr_at(position));
+  ops::fill_(flat_.grads, 0.0f);
+  if (on_bucket_ready)
+    for (const GradBucket& b : buckets_) on_bucket_ready(b);
+  if (before_update) before_update(flat_.grads);
+  optimizer_->step();
+}
+
 }  // namespace epoch::train

@@ -302,17 +302,31 @@ EpochTotals train_epoch(Run& run, Step& step, DataParallel& dp, data::Loader& lo
   std::int64_t window_n = 0;
   // Batches whose images were all skipped are not steps; the schedule follows the planned
   // position in the epoch, so it ends where it was planned to.
+  // Several ranks reading image files agree each step on how many samples survived (a rank
+  // whose share was all bad images still takes part, with no gradient of its own).
+  const bool count_each_step = run.world > 1 && run.data.from_files();
   for (std::int64_t s = 0; s < run.steps_per_epoch; ++s) {
     const data::Batch* batch = loader.next();
     if (batch == nullptr) break;  // bad images were skipped: fewer batches this epoch
-    const Tensor x = batch->images.to(run.device), labels = batch->labels.to(run.device);
+    const std::int64_t local = batch->images.size(0);
     const std::int64_t global_count =
-        std::min(run.global_batch, run.n_train - s * run.global_batch);
-    dp.set_share(data::shard_slice(global_count, run.rank, run.world).count, global_count);
-    const Tensor loss = step.run(x, labels, epoch * run.steps_per_epoch + s,
-                                 static_cast<std::uint64_t>(global_step));
+        count_each_step ? dp.global_count(local)
+                        : std::min(run.global_batch, run.n_train - s * run.global_batch);
+    if (global_count == 0) continue;  // every rank's share was bad: no step anywhere
+    dp.set_share(run.world > 1 && !count_each_step
+                     ? data::shard_slice(global_count, run.rank, run.world).count
+                     : local,
+                 global_count);
+    const std::int64_t position = epoch * run.steps_per_epoch + s;
+    double local_loss = 0.0;
+    if (local > 0) {
+      const Tensor x = batch->images.to(run.device), labels = batch->labels.to(run.device);
+      local_loss = step.run(x, labels, position, static_cast<std::uint64_t>(global_step)).item();
+    } else {
+      step.run_without_batch(position);
+    }
     ++global_step;
-    const double lv = dp.mean_loss(loss.item());
+    const double lv = dp.mean_loss(local_loss);
     if (!std::isfinite(lv))
       EPOCH_THROW(NumericalError, "loss became ", lv, " at epoch ", epoch + 1, " step ", s + 1,
                   " (lr ", step.optimizer().lr(), "); the last good checkpoint is ",
@@ -490,7 +504,9 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     metrics.emplace((run_dir / "metrics.jsonl").string());
   }
   Progress progress(progress_out, c.run.progress_interactive);
-  data::Loader loader(*run.data.train, run.pre, c.input.augment, run.loader_config, &warnings);
+  data::LoaderConfig train_config = run.loader_config;
+  train_config.keep_empty_batches = run.world > 1;  // ranks step together (train_epoch)
+  data::Loader loader(*run.data.train, run.pre, c.input.augment, train_config, &warnings);
   data::LoaderConfig eval_config = run.loader_config;
   eval_config.batch_size = c.run.eval_batch_size > 0
                                ? c.run.eval_batch_size

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/cli_testing.h"
+#include "epoch/data/image.h"
+#include "epoch/tensor/random.h"
 #include "nlohmann/json.hpp"
 #include "testing/testing.h"
 
@@ -173,6 +176,42 @@ TEST(DataParallel, AKilledRankEndsTheJobAndTheRunResumesToTheSameBits) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(summary(resumed)["test_loss"], summary(rw)["test_loss"]);
   EXPECT_EQ(step_losses(cut), step_losses(whole));
+}
+
+TEST(DataParallel, ARankWhoseShareIsAllBadImagesStaysInStep) {
+  // 16 files, 3 of them not images: at batch 1 per rank, a step's share of one rank (or of
+  // both) is sometimes nothing. Such a rank still takes part, with no gradient of its own, and
+  // the shares are what survived, so 2 ranks x 1 train as 1 process x 2 on the same files.
+  TempDir dir;
+  const std::filesystem::path data = dir / "data";
+  for (const char* split : {"train", "validation"})
+    for (const char* cls : {"a", "b"}) std::filesystem::create_directories(data / split / cls);
+  RandomStream rng(3, 0);
+  for (int i = 0; i < 17; ++i) {
+    data::Image im{28, 28, 1, std::vector<std::uint8_t>(28 * 28)};
+    for (auto& p : im.pixels) p = static_cast<std::uint8_t>(rng.next_bits() & 0xFF);
+    const std::string split = i < 13 ? "train" : "validation";
+    data::write_png((data / split / (i % 2 ? "a" : "b") / (std::to_string(i) + ".png")).string(),
+                    im);
+  }
+  for (int i = 0; i < 3; ++i)
+    std::ofstream(data / "train" / (i % 2 ? "a" : "b") / ("bad" + std::to_string(i) + ".png"))
+        << "not an image";
+  const auto args = [&](const std::string& out, int batch) {
+    return "train --model autoencoder --data " + data.string() +
+           " --optimizer sgd --lr 0.5 --epochs 3 --threads 1 --workers 0 --seed 5 "
+           "--log-every 1 --check-ranks-every 1 --quiet --json --batch-size " +
+           std::to_string(batch) + " --out " + out;
+  };
+  const std::string one = dir / "one", two = dir / "two";
+  const CommandResult r1 = run_job(0, args(one, 2), dir);
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  const CommandResult r2 = run_job(2, args(two, 1), dir, 60);
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  EXPECT_NE(r2.err.find("bad"), std::string::npos) << r2.err;
+  const std::vector<double> l1 = step_losses(one);
+  EXPECT_GE(l1.size(), 3u * 5u);  // at least 13 / 2 rounded down steps per epoch
+  expect_close(step_losses(two), l1, 1e-5);
 }
 
 TEST(DataParallel, ResumingOnAnotherNumberOfRanksIsRefused) {

@@ -42,6 +42,9 @@ struct LoaderConfig {
   int prefetch = 2;
   std::uint64_t seed = 0;
   OnBadImage on_bad_image = OnBadImage::skip;
+  /// A batch whose images were all skipped comes back with no samples instead of being passed
+  /// over, so that ranks which step together stay in step.
+  bool keep_empty_batches = false;
 };
 
 struct LoaderStats {

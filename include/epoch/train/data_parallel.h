@@ -41,6 +41,8 @@ class DataParallel {
   void broadcast_buffers();
   /// This rank's samples and the global batch's in the coming step: its gradient weight.
   void set_share(std::int64_t local, std::int64_t global);
+  /// The samples every rank holds this step (a sum over the ranks: bad images skipped).
+  std::int64_t global_count(std::int64_t local) const;
   /// The global batch's mean of per-rank mean losses weighted by share.
   double mean_loss(double local_loss) const;
   /// Throws, naming the ranks and `where`, unless every rank holds the same parameters.

@@ -74,6 +74,11 @@ class Step {
   Tensor run(const Tensor& x, const Tensor& labels, std::int64_t position, std::uint64_t index,
              StepTimes* times = nullptr);
 
+  /// The step of a rank whose share of the global batch had no usable sample (all bad images):
+  /// zero gradients go through the same hooks, in bucket order, and the optimizer steps on
+  /// what the other ranks sent, so every rank stays in step.
+  void run_without_batch(std::int64_t position);
+
   optim::Optimizer& optimizer() { return *optimizer_; }
   nn::FlatParameters& flat() { return flat_; }
 
