@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Large-batch training: SGD with the linear scaling rule against LARS with warm-up.
+"""Large-batch training: SGD with the linear scaling rule against LARS and LAMB with warm-up.
 
 Trains fmnist-cnn on Fashion-MNIST (epoch's default data) for the same number of epochs at each
 global batch, with
   - sgd:  SGD, momentum 0.9, --lr-scaling linear from --base-batch, no warm-up;
-  - lars: LARS (--trust-coefficient, default 0.001), momentum 0.9, --lr-scaling linear, a linear warm-up
+  - lars: LARS (--trust-coefficient), momentum 0.9, --lr-scaling linear, a linear warm-up
           of --warmup-epochs;
+  - lamb: LAMB, --lr-scaling sqrt (You et al.'s rule for it), the same warm-up;
 both with the poly decay (power 2) to 0, so that the optimizer and the warm-up are the only
 differences. Reads each run's metrics.jsonl and writes, under --out: runs.jsonl (one line per
 run and epoch), results.md (the table of test accuracy per epoch) and accuracy.svg (the curves).
 
     python3 bench/large_batch.py --out build/large-batch            # the full experiment
-    python3 bench/large_batch.py --out build/lb --epochs 2 --batches 128,8192   # a quick look
+    python3 bench/large_batch.py --out build/lb --epochs 2 --batches 128,8192  # a quick look
 """
 import argparse
 import json
@@ -29,14 +30,17 @@ def parse_args():
     p.add_argument("--out", required=True, help="folder for the runs and the results")
     p.add_argument("--model", default="fmnist-cnn")
     p.add_argument("--data", default="", help="--data for epoch train (default: Fashion-MNIST)")
-    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--batches", default="128,1024,4096,8192")
     p.add_argument("--base-batch", type=int, default=128)
     p.add_argument("--sgd-lr", type=float, default=0.05, help="SGD's lr at --base-batch")
-    p.add_argument("--lars-lr", type=float, default=0.5, help="LARS's lr at --base-batch")
-    p.add_argument("--warmup-epochs", type=float, default=2.0, help="LARS's warm-up")
-    p.add_argument("--trust-coefficient", type=float, default=0.001, help="LARS's eta")
-    p.add_argument("--optimizers", default="sgd,lars")
+    p.add_argument("--lars-lr", type=float, default=0.3 / 64,
+                   help="LARS's lr at --base-batch (0.3 at 8192)")
+    p.add_argument("--lamb-lr", type=float, default=0.02 / 8,
+                   help="LAMB's lr at --base-batch (0.02 at 8192)")
+    p.add_argument("--warmup-epochs", type=float, default=2.0, help="LARS's and LAMB's warm-up")
+    p.add_argument("--trust-coefficient", type=float, default=0.1, help="LARS's eta")
+    p.add_argument("--optimizers", default="sgd,lars,lamb")
     p.add_argument("--threads", type=int, default=0, help="0: every core")
     p.add_argument("--seed", type=int, default=1)
     return p.parse_args()
@@ -46,17 +50,21 @@ def run_one(args, optimizer, batch):
     run_dir = os.path.join(args.out, "%s-b%d" % (optimizer, batch))
     if os.path.exists(run_dir):
         raise SystemExit("%s exists: choose another --out or remove it" % run_dir)
-    lr = args.sgd_lr if optimizer == "sgd" else args.lars_lr
+    lr = {"sgd": args.sgd_lr, "lars": args.lars_lr, "lamb": args.lamb_lr}[optimizer]
+    scaling = "sqrt" if optimizer == "lamb" else "linear"
     cmd = [args.epoch, "train", "--model", args.model, "--epochs", str(args.epochs),
            "--batch-size", str(batch), "--optimizer", optimizer, "--lr", str(lr),
-           "--momentum", "0.9", "--lr-scaling", "linear", "--base-batch", str(args.base_batch),
+           "--lr-scaling", scaling, "--base-batch", str(args.base_batch),
            "--schedule", "poly", "--threads", str(args.threads), "--seed", str(args.seed),
            "--out", run_dir, "--json"]
+    if optimizer != "lamb":
+        cmd += ["--momentum", "0.9"]
     if optimizer == "lars":
-        cmd += ["--warmup-epochs", str(args.warmup_epochs),
-                "--trust-coefficient", str(args.trust_coefficient)]
-    else:
+        cmd += ["--trust-coefficient", str(args.trust_coefficient)]
+    if optimizer == "sgd":
         cmd += ["--warmup-steps", "0"]
+    else:
+        cmd += ["--warmup-epochs", str(args.warmup_epochs)]
     if args.data:
         cmd += ["--data", args.data]
     t0 = time.time()
@@ -70,9 +78,10 @@ def run_one(args, optimizer, batch):
             m = json.loads(line)
             if m.get("kind") == "epoch":
                 accuracies.append(m["test_accuracy"])
+    ratio = batch / args.base_batch
     return {"optimizer": optimizer, "batch": batch, "lr_at_base_batch": lr,
-            "lr": lr * batch / args.base_batch, "epochs": args.epochs,
-            "warmup_epochs": args.warmup_epochs if optimizer == "lars" else 0,
+            "lr": lr * (ratio ** 0.5 if scaling == "sqrt" else ratio), "epochs": args.epochs,
+            "warmup_epochs": args.warmup_epochs if optimizer != "sgd" else 0,
             "trust_coefficient": args.trust_coefficient if optimizer == "lars" else None,
             "test_accuracy": accuracies, "wall_s": round(time.time() - t0, 1),
             "command": " ".join(cmd)}
@@ -125,7 +134,8 @@ def write_svg(path, results):
                'test accuracy</text>' % (top + ph / 2, top + ph / 2))
     for i, r in enumerate(results):
         c = colours[i % len(colours)]
-        dash = "" if r["optimizer"] == "lars" else ' stroke-dasharray="6 3"'
+        dash = {"lars": "", "lamb": ' stroke-dasharray="2 2"'}.get(r["optimizer"],
+                                                                   ' stroke-dasharray="6 3"')
         pts = " ".join("%.1f,%.1f" % (x(e + 1), y(a)) for e, a in enumerate(r["test_accuracy"]))
         out.append('<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>'
                    % (c, dash, pts))

@@ -143,22 +143,31 @@ std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& c) {
 }
 
 const char* lr_scaling_name(LrScaling scaling) {
-  return scaling == LrScaling::linear ? "linear" : "none";
+  switch (scaling) {
+    case LrScaling::linear:
+      return "linear";
+    case LrScaling::sqrt:
+      return "sqrt";
+    case LrScaling::none:
+      break;
+  }
+  return "none";
 }
 
 LrScaling parse_lr_scaling(const std::string& name) {
-  if (name == "none") return LrScaling::none;
-  if (name == "linear") return LrScaling::linear;
-  EPOCH_THROW(ConfigError, "unknown lr scaling '", name, "' (valid: none, linear)");
+  for (LrScaling s : {LrScaling::none, LrScaling::linear, LrScaling::sqrt})
+    if (name == lr_scaling_name(s)) return s;
+  EPOCH_THROW(ConfigError, "unknown lr scaling '", name, "' (valid: none, linear, sqrt)");
 }
 
 float scaled_lr(float lr, LrScaling scaling, std::int64_t global_batch, std::int64_t base_batch) {
   if (scaling == LrScaling::none) return lr;
   if (global_batch < 1 || base_batch < 1)
-    EPOCH_THROW(ConfigError, "linear lr scaling: global batch ", global_batch, " and base batch ",
-                base_batch, " must be >= 1");
-  return static_cast<float>(static_cast<double>(lr) * static_cast<double>(global_batch) /
-                            static_cast<double>(base_batch));
+    EPOCH_THROW(ConfigError, lr_scaling_name(scaling), " lr scaling: global batch ", global_batch,
+                " and base batch ", base_batch, " must be >= 1");
+  const double ratio = static_cast<double>(global_batch) / static_cast<double>(base_batch);
+  return static_cast<float>(static_cast<double>(lr) *
+                            (scaling == LrScaling::sqrt ? std::sqrt(ratio) : ratio));
 }
 
 }  // namespace epoch::optim

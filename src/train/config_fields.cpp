@@ -400,13 +400,14 @@ const std::vector<ConfigField>& config_fields() {
        .bounds = Bounds::non_negative()},
       {.key = "schedule.lr_scaling",
        .flag = "--lr-scaling",
-       .help = "none, or linear: --lr times the global batch over --base-batch",
+       .help = "none; linear: --lr times the global batch over --base-batch; sqrt: times its "
+               "square root (LAMB's rule)",
        .ref = [](TrainConfig& c) -> FieldRef {
          return ChoiceRef{
              [&c] { return std::string(optim::lr_scaling_name(c.schedule.lr_scaling)); },
              [&c](const std::string& s) { c.schedule.lr_scaling = optim::parse_lr_scaling(s); }};
        },
-       .choices = {"none", "linear"},
+       .choices = {"none", "linear", "sqrt"},
        .show_default = true},
       {.key = "schedule.base_batch",
        .flag = "--base-batch",

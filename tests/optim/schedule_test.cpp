@@ -109,11 +109,15 @@ TEST(Schedule, PolyDecaysWithItsPowerToMinAtTheEnd) {
 TEST(Schedule, LinearScalingRule) {
   EXPECT_EQ(parse_lr_scaling("linear"), LrScaling::linear);
   EXPECT_STREQ(lr_scaling_name(LrScaling::none), "none");
-  EXPECT_THROW(parse_lr_scaling("sqrt"), ConfigError);
+  EXPECT_THROW(parse_lr_scaling("cubic"), ConfigError);
   EXPECT_FLOAT_EQ(scaled_lr(0.1f, LrScaling::none, 8192, 256), 0.1f);
   EXPECT_FLOAT_EQ(scaled_lr(0.1f, LrScaling::linear, 8192, 256), 3.2f);
   EXPECT_FLOAT_EQ(scaled_lr(0.1f, LrScaling::linear, 128, 256), 0.05f);
   EXPECT_THROW(scaled_lr(0.1f, LrScaling::linear, 128, 0), ConfigError);
+  EXPECT_EQ(parse_lr_scaling("sqrt"), LrScaling::sqrt);
+  EXPECT_FLOAT_EQ(scaled_lr(0.1f, LrScaling::sqrt, 8192, 128), 0.8f);  // sqrt(64) = 8
+  EXPECT_FLOAT_EQ(scaled_lr(0.1f, LrScaling::sqrt, 64, 256), 0.05f);
+  EXPECT_THROW(scaled_lr(0.1f, LrScaling::sqrt, 0, 256), ConfigError);
 }
 
 TEST(Schedule, NegativeStepThrows) {

@@ -28,12 +28,13 @@ const char* schedule_name(ScheduleKind kind);
 ScheduleKind parse_schedule(const std::string& name);
 
 /// How the learning rate given follows the global batch: `none` keeps it; `linear` multiplies it
-/// by global batch / base batch (Goyal et al.'s linear scaling rule).
-enum class LrScaling { none, linear };
+/// by global batch / base batch (Goyal et al.'s linear scaling rule); `sqrt` by its square root
+/// (the rule You et al. use with LAMB).
+enum class LrScaling { none, linear, sqrt };
 const char* lr_scaling_name(LrScaling scaling);
-/// The rule named `name` ("none" or "linear"; ConfigError otherwise).
+/// The rule named `name` ("none", "linear" or "sqrt"; ConfigError otherwise).
 LrScaling parse_lr_scaling(const std::string& name);
-/// lr under the rule; requires global_batch, base_batch >= 1 for `linear` (ConfigError).
+/// lr under the rule; requires global_batch, base_batch >= 1 unless `none` (ConfigError).
 float scaled_lr(float lr, LrScaling scaling, std::int64_t global_batch, std::int64_t base_batch);
 
 struct ScheduleConfig {
