@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "epoch/autograd/functions.h"
+#include "epoch/ops/elementwise.h"
 #include "epoch/tensor/random.h"
 
 namespace epoch::nn {
@@ -47,12 +48,34 @@ std::shared_ptr<Conv2d> Conv2d::valid(std::int64_t in, std::int64_t out, std::in
 
 Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, params_); }
 
+namespace {
+
+/// weight * scale per output channel (dim 0), and bias * scale + shift (shift alone without a
+/// bias): the layer followed by the per-channel affine map, as one layer.
+std::pair<Tensor, Tensor> fold_affine(const Tensor& weight, const Tensor& bias, const Tensor& scale,
+                                      const Tensor& shift) {
+  const Device device = weight.device();
+  const std::int64_t out = weight.size(0);
+  Shape per_row(weight.shape().size(), 1);
+  per_row[0] = out;
+  const Tensor s = scale.to(device), t = shift.to(device);
+  const Tensor w = ops::mul(weight, s.view(per_row));
+  const Tensor b = bias.defined() ? ops::add(ops::mul(bias, s), t) : t;
+  return {w, b};
+}
+
+}  // namespace
+
 Tensor Conv2d::forward_in_chain(const Tensor& x, const ChainLink& link) {
   ops::Conv2dParams p = params_;
   p.blocked_output = link.next_takes_blocked;
   p.relu = link.relu;
-  return conv2d(x, weight, bias, p,
-                link.relu_grad_by_next ? ReluGrad::by_next_max_pool : ReluGrad::in_layer);
+  const ReluGrad grad = link.relu_grad_by_next ? ReluGrad::by_next_max_pool : ReluGrad::in_layer;
+  if (link.scale.defined()) {
+    const auto [w, b] = fold_affine(weight, bias, link.scale, link.shift);
+    return conv2d(x, w, b, p, grad);
+  }
+  return conv2d(x, weight, bias, p, grad);
 }
 
 Shape Conv2d::output_shape(const Shape& in) const {
@@ -95,8 +118,12 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool has_bia
 Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
 
 Tensor Linear::forward_in_chain(const Tensor& x, const ChainLink& link) {
-  return linear(x, weight, bias, link.relu,
-                link.relu_grad_by_next ? ReluGrad::by_next_max_pool : ReluGrad::in_layer);
+  const ReluGrad grad = link.relu_grad_by_next ? ReluGrad::by_next_max_pool : ReluGrad::in_layer;
+  if (link.scale.defined()) {
+    const auto [w, b] = fold_affine(weight, bias, link.scale, link.shift);
+    return linear(x, w, b, link.relu, grad);
+  }
+  return linear(x, weight, bias, link.relu, grad);
 }
 
 Shape Linear::output_shape(const Shape& in) const {
@@ -204,8 +231,8 @@ Shape GlobalAvgPool2d::output_shape(const Shape& in) const {
 namespace {
 void check_adaptive(const Shape& chw, std::int64_t oh, std::int64_t ow) {
   expect_chw(chw, "AdaptiveAvgPool2d");
-  EPOCH_CHECK(chw[1] % oh == 0 && chw[2] % ow == 0, "AdaptiveAvgPool2d(", oh, "x", ow,
-              "): input ", chw[1], "x", chw[2], " is not a multiple of the output size");
+  EPOCH_CHECK(chw[1] % oh == 0 && chw[2] % ow == 0, "AdaptiveAvgPool2d(", oh, "x", ow, "): input ",
+              chw[1], "x", chw[2], " is not a multiple of the output size");
 }
 }  // namespace
 
@@ -258,6 +285,22 @@ BatchNorm::BatchNorm(std::int64_t channels, float momentum, float eps)
 
 Tensor BatchNorm::forward(const Tensor& x) {
   return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
+}
+
+bool BatchNorm::eval_affine(Tensor& scale, Tensor& shift) const {
+  if (is_training()) return false;
+  const std::vector<float> gamma = weight.to_vector(), beta = bias.to_vector(),
+                           mean = running_mean.to_vector(), var = running_var.to_vector();
+  const auto c = static_cast<std::int64_t>(gamma.size());
+  scale = Tensor::empty({c});
+  shift = Tensor::empty({c});
+  for (std::size_t k = 0; k < gamma.size(); ++k) {
+    const double s = static_cast<double>(gamma[k]) /
+                     std::sqrt(static_cast<double>(var[k]) + static_cast<double>(eps_));
+    scale.f32()[k] = static_cast<float>(s);
+    shift.f32()[k] = static_cast<float>(static_cast<double>(beta[k]) - mean[k] * s);
+  }
+  return true;
 }
 
 std::string BatchNorm::describe() const {

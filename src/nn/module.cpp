@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include "epoch/autograd/autograd.h"
 #include "epoch/autograd/functions.h"
 #include "epoch/tensor/random.h"
 
@@ -126,6 +127,12 @@ Tensor forward_in_order(const Links& links, const Tensor& x) {
     Module::ChainLink hints;
     hints.through_relu = relu_grad_pending;
     relu_grad_pending = false;
+    // Inference folds an evaluation batch norm into the convolution or dense layer before it
+    // (weights scaled per output channel, bias shifted): one layer, no normalization pass.
+    if (!autograd::grad_enabled() && link.absorbs_affine() && i + 1 < links.size() &&
+        !links[i + 1].second->is_training() &&
+        links[i + 1].second->eval_affine(hints.scale, hints.shift))
+      ++i;
     if (link.fuses_relu() && i + 1 < links.size() && links[i + 1].second->is_relu()) {
       hints.relu = true;
       ++i;  // the ReLU runs inside this link

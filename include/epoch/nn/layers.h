@@ -26,6 +26,7 @@ class Conv2d : public Module {
   Tensor forward(const Tensor& x) override;
   bool takes_blocked() const override { return true; }
   bool fuses_relu() const override { return true; }
+  bool absorbs_affine() const override { return true; }
   Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;
@@ -42,6 +43,7 @@ class Linear : public Module {
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
   bool fuses_relu() const override { return true; }
+  bool absorbs_affine() const override { return true; }
   Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;
@@ -140,6 +142,8 @@ class BatchNorm : public Module {
  public:
   explicit BatchNorm(std::int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
   Tensor forward(const Tensor& x) override;
+  /// Evaluating: scale = gamma / sqrt(running_var + eps), shift = beta - running_mean * scale.
+  bool eval_affine(Tensor& scale, Tensor& shift) const override;
   std::string describe() const override;
   Tensor weight, bias, running_mean, running_var;
 

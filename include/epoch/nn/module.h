@@ -39,6 +39,12 @@ class Module {
   /// True when forward_in_chain can also take the gradient of a ReLU just before it (a max
   /// pooling: ChainLink::through_relu).
   virtual bool takes_relu_grad() const { return false; }
+  /// True when forward_in_chain can take a per-output-channel affine map y * scale + shift
+  /// after it into its weights and bias (ChainLink::scale/shift): a convolution or dense layer.
+  virtual bool absorbs_affine() const { return false; }
+  /// True when, as it stands (evaluating), this module is such a per-channel affine map; then
+  /// scale and shift (C) f32 on the host are set. A batch norm with its running statistics.
+  virtual bool eval_affine(Tensor& /*scale*/, Tensor& /*shift*/) const { return false; }
   /// What a chain tells one of its links (forward_in_order).
   struct ChainLink {
     bool next_takes_blocked = false;  // the output may stay channel-blocked
@@ -47,6 +53,9 @@ class Module {
                                       // is given through_relu
     bool through_relu = false;        // the input is a fused ReLU's output whose gradient
                                       // this link's backward applies (takes_relu_grad)
+    /// Defined: the next link's per-channel affine map (an evaluation batch norm, without
+    /// gradients) folded into this one's weights, before the fused ReLU (absorbs_affine).
+    Tensor scale, shift;
   };
   /// forward(x) as one link of a chain. Default: forward(x) (a module that fuses_relu or
   /// takes_blocked overrides it).
