@@ -103,24 +103,27 @@ void ProcessGroup::broadcast(void* data, std::int64_t bytes, int root) {
   }
 }
 
-void ProcessGroup::all_reduce_sum(float* data, std::int64_t n) {
-  if (!distributed() || n == 0) return;
+namespace {
+
+/// MPI_Allreduce (sum, in place) of n elements in pieces MPI's int count can hold.
+template <typename T>
+void all_reduce_in_pieces(T* data, std::int64_t n, MPI_Datatype type) {
   const std::lock_guard<std::mutex> lock(mpi_mutex());
   for (std::int64_t at = 0; at < n; at += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, n - at));
-    check(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+    check(MPI_Allreduce(MPI_IN_PLACE, data + at, count, type, MPI_SUM, MPI_COMM_WORLD),
           "MPI_Allreduce");
   }
 }
 
+}  // namespace
+
+void ProcessGroup::all_reduce_sum(float* data, std::int64_t n) {
+  if (distributed() && n > 0) all_reduce_in_pieces(data, n, MPI_FLOAT);
+}
+
 void ProcessGroup::all_reduce_sum(double* data, std::int64_t n) {
-  if (!distributed() || n == 0) return;
-  const std::lock_guard<std::mutex> lock(mpi_mutex());
-  for (std::int64_t at = 0; at < n; at += kMaxCount) {
-    const int count = static_cast<int>(std::min(kMaxCount, n - at));
-    check(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
-          "MPI_Allreduce");
-  }
+  if (distributed() && n > 0) all_reduce_in_pieces(data, n, MPI_DOUBLE);
 }
 
 std::vector<std::uint64_t> ProcessGroup::all_gather(std::uint64_t value) {
