@@ -2,48 +2,55 @@
 #include "epoch/train/data_parallel.h"
 
 #include <cmath>
+#include <functional>
 
 namespace epoch::train {
+
+namespace {
+
+/// Hands each bucket to `averager` (GradientAverager or NcclAverager: the same add/finish) as
+/// soon as backward has completed it, and waits for the last before the update.
+template <typename Averager>
+void average_by_bucket(Step& step, Averager& averager, const float& weight,
+                       const std::function<void(const dist::CommTimes&)>& record) {
+  step.on_bucket_ready = [&averager, &weight](const GradBucket& b) {
+    averager.add(b.grads.f32(), b.count, weight);
+  };
+  step.before_update = [&averager, record](Tensor&) { record(averager.finish()); };
+}
+
+}  // namespace
 
 DataParallel::DataParallel(dist::ProcessGroup& group, Step& step, nn::Module& model,
                            std::int64_t bucket_bytes)
     : group_(group), step_(step), model_(model) {
   if (!group_.distributed()) return;
-  averager_ = std::make_unique<dist::GradientAverager>(group_);
   step_.set_bucket_bytes(bucket_bytes);
-  if (step_.flat().grads.device().is_cpu()) {
-    // Each bucket's all-reduce starts as soon as backward has completed it.
-    step_.on_bucket_ready = [this](const GradBucket& b) {
-      averager_->add(b.grads.f32(), b.count, weight_);
-    };
-    step_.before_update = [this](Tensor&) {
-      last_ = averager_->finish();
-      totals_.busy_s += last_.busy_s, totals_.exposed_s += last_.exposed_s;
-      totals_.bytes += last_.bytes, ++totals_.steps;
-    };
+  const auto record = [this](const dist::CommTimes& t) {
+    last_ = t;
+    totals_.busy_s += t.busy_s, totals_.exposed_s += t.exposed_s;
+    totals_.bytes += t.bytes, ++totals_.steps;
+  };
+  const Device device = step_.flat().grads.device();
+  if (device.is_cpu()) {
+    // Each bucket's all-reduce starts on the communication thread while backward goes on.
+    averager_ = std::make_unique<dist::GradientAverager>(group_);
+    average_by_bucket(step_, *averager_, weight_, record);
   } else if (dist::nccl_available()) {
-    // CUDA gradients: each bucket's NCCL all-reduce queued on its own stream as soon as
-    // backward has queued the kernels that complete it.
-    nccl_ = std::make_unique<dist::NcclAverager>(
-        group_, static_cast<int>(step_.flat().grads.device().index));
-    step_.on_bucket_ready = [this](const GradBucket& b) {
-      nccl_->add(b.grads.f32(), b.count, weight_);
-    };
-    step_.before_update = [this](Tensor&) {
-      last_ = nccl_->finish();
-      totals_.busy_s += last_.busy_s, totals_.exposed_s += last_.exposed_s;
-      totals_.bytes += last_.bytes, ++totals_.steps;
-    };
+    // CUDA gradients: each bucket's NCCL all-reduce queued on its own stream behind the
+    // kernels that complete it.
+    nccl_ = std::make_unique<dist::NcclAverager>(group_, device.index);
+    average_by_bucket(step_, *nccl_, weight_, record);
   } else {
     // A CUDA build without NCCL: the gradients go through the host in one piece after backward.
-    step_.before_update = [this](Tensor& grads) {
+    averager_ = std::make_unique<dist::GradientAverager>(group_);
+    step_.before_update = [this, record](Tensor& grads) {
       host_grads_ = grads.to(Device::cpu());
       averager_->add(host_grads_.f32(), host_grads_.numel(), weight_);
-      last_ = averager_->finish();
-      last_.exposed_s = last_.busy_s;  // nothing overlapped
+      dist::CommTimes t = averager_->finish();
+      t.exposed_s = t.busy_s;  // nothing overlapped
       grads.copy_from(host_grads_);
-      totals_.busy_s += last_.busy_s, totals_.exposed_s += last_.exposed_s;
-      totals_.bytes += last_.bytes, ++totals_.steps;
+      record(t);
     };
   }
 }
