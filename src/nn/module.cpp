@@ -114,11 +114,11 @@ Sequential& Sequential::add(const std::string& name, std::shared_ptr<Module> mod
   return *this;
 }
 
-Tensor forward_in_order(const Module& chain, const Tensor& x) {
-  return forward_in_order(chain.children(), x);
+Tensor forward_in_order(const Module& chain, const Tensor& x, bool keep_blocked) {
+  return forward_in_order(chain.children(), x, keep_blocked);
 }
 
-Tensor forward_in_order(const Links& links, const Tensor& x) {
+Tensor forward_in_order(const Links& links, const Tensor& x, bool keep_blocked) {
   Tensor h = x;
   bool relu_grad_pending = false;  // the link before fused a ReLU and left its gradient here
   for (std::size_t i = 0; i < links.size(); ++i) {
@@ -140,10 +140,11 @@ Tensor forward_in_order(const Links& links, const Tensor& x) {
       hints.relu_grad_by_next = relu_grad_pending =
           i + 1 < links.size() && links[i + 1].second->takes_relu_grad();
     }
-    hints.next_takes_blocked = i + 1 < links.size() && links[i + 1].second->takes_blocked();
+    hints.next_takes_blocked =
+        i + 1 < links.size() ? links[i + 1].second->takes_blocked() : keep_blocked;
     h = link.forward_in_chain(h, hints);
   }
-  return to_row_major(h);
+  return keep_blocked ? h : to_row_major(h);
 }
 
 Shape output_shape_in_order(const Module& chain, const Shape& input) {
@@ -171,6 +172,9 @@ std::int64_t flops_in_order(const Links& links, const Shape& input) {
 }
 
 Tensor Sequential::forward(const Tensor& x) { return forward_in_order(*this, x); }
+Tensor Sequential::forward_in_chain(const Tensor& x, const ChainLink& link) {
+  return forward_in_order(*this, x, link.next_takes_blocked);
+}
 Shape Sequential::output_shape(const Shape& input) const {
   return output_shape_in_order(*this, input);
 }

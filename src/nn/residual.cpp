@@ -1,6 +1,7 @@
 // Residual blocks (see residual.h).
 #include "epoch/nn/residual.h"
 
+#include "epoch/autograd/autograd.h"
 #include "epoch/autograd/functions.h"
 
 namespace epoch::nn {
@@ -22,6 +23,21 @@ Tensor Residual::forward(const Tensor& x) {
   EPOCH_CHECK(main.shape() == shortcut.shape(), "Residual: the main path gives ",
               shape_str(main.shape()), " but the shortcut ", shape_str(shortcut.shape()));
   return relu(epoch::add(main, shortcut));
+}
+
+Tensor Residual::forward_in_chain(const Tensor& x, const ChainLink& link) {
+  if (autograd::grad_enabled()) return forward(to_row_major(x));
+  EPOCH_CHECK(!main_.empty(), "Residual: the block has no layers");
+  const Tensor main = forward_in_order(main_, x, true);
+  ChainLink keep;
+  keep.next_takes_blocked = true;
+  const Tensor shortcut = !shortcut_                   ? x
+                          : shortcut_->takes_blocked() ? shortcut_->forward_in_chain(x, keep)
+                                                       : shortcut_->forward(to_row_major(x));
+  EPOCH_CHECK(main.shape() == shortcut.shape(), "Residual: the main path gives ",
+              shape_str(main.shape()), " but the shortcut ", shape_str(shortcut.shape()));
+  const Tensor y = relu(epoch::add(main, shortcut));  // as stored when both are blocked alike
+  return link.next_takes_blocked ? y : to_row_major(y);
 }
 
 Shape Residual::output_shape(const Shape& input) const {

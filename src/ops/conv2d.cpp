@@ -124,9 +124,13 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
           const Tensor xc = xb != 0 ? x : x.contiguous();
           y = yb != 0 ? Tensor::empty_blocked(y_shape, yb)
                       : Tensor::empty(y_shape, DType::f32, dev);
+          // forward_inference lets oneDNN pick kernels (brgconv) that want channels-last
+          // activations, which a chain of blocked activations would reorder in and out of at
+          // every layer: blocked activations keep the training kernels, the same values.
+          const bool inference = p.inference && xb == 0 && yb == 0;
           cpu::onednn::conv2d_forward(d, activation_f32(xc), wc.f32(), bp, activation_f32(y),
                                       cpu::onednn::ConvLayout::automatic, {xb, yb},
-                                      {.relu = p.relu, .inference = p.inference}, algo);
+                                      {.relu = p.relu, .inference = inference}, algo);
         },
 #endif
 #if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found

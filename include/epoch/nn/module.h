@@ -122,13 +122,14 @@ class Module {
 /// A module whose children apply in order (Sequential, models::LayerStack): the output, the
 /// per-sample output shape and the flops of the chain. Activations stay channel-blocked
 /// between children that take it (Module::takes_blocked), a ReLU after a child that
-/// fuses_relu runs inside it, and the chain's output is row-major.
-Tensor forward_in_order(const Module& chain, const Tensor& x);
+/// fuses_relu runs inside it, and the chain's output is row-major (or, with keep_blocked, left
+/// as its last link gave it: for a caller that takes blocked activations).
+Tensor forward_in_order(const Module& chain, const Tensor& x, bool keep_blocked = false);
 Shape output_shape_in_order(const Module& chain, const Shape& input);
 std::int64_t flops_in_order(const Module& chain, const Shape& input);
 /// The same over a list of links (part of a module's children: Residual's main path).
 using Links = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
-Tensor forward_in_order(const Links& links, const Tensor& x);
+Tensor forward_in_order(const Links& links, const Tensor& x, bool keep_blocked = false);
 Shape output_shape_in_order(const Links& links, const Shape& input);
 std::int64_t flops_in_order(const Links& links, const Shape& input);
 
@@ -141,6 +142,10 @@ class Sequential : public Module {
   /// Appends a module under a name of its own ("conv1"; unique within this Sequential).
   Sequential& add(const std::string& name, std::shared_ptr<Module> module);
   Tensor forward(const Tensor& x) override;
+  /// Any layout in (each child converts as it needs); a blocked output kept for a next link
+  /// that takes it.
+  bool takes_blocked() const override { return true; }
+  Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;
   std::string describe() const override { return "Sequential"; }

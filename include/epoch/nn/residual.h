@@ -17,6 +17,10 @@ class Residual : public Module {
   /// Appends a link of the main path, or sets the shortcut when `name` is "downsample".
   Residual& add(const std::string& name, std::shared_ptr<Module> module);
   Tensor forward(const Tensor& x) override;
+  /// Inference (no gradients) keeps the activations blocked through the block: both paths,
+  /// the sum and the ReLU, as stored. Training takes the row-major path of forward.
+  bool takes_blocked() const override { return true; }
+  Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;
   std::string describe() const override { return "Residual"; }
