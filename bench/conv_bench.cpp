@@ -1,5 +1,6 @@
 // Convolution forward + backward for the conv layers of fmnist-cnn and catdog (and one 1x1
-// layer) at batch 64: the reference kernels against oneDNN in its plain and blocked layouts.
+// layer) at batch 64, and the 3x3 layers of the ResNets at batch 32: the reference kernels
+// against oneDNN in its plain and blocked layouts, and epoch's AVX2 Winograd.
 // Reports FLOP/s (2 * N * OC * OH * OW * C/groups * KH * KW per pass; backward counts its
 // weight pass and, except for a first layer, its data pass).
 #include <benchmark/benchmark.h>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "cpu/conv2d_cpu.h"
+#include "cpu/conv2d_winograd.h"
 
 #if EPOCH_WITH_ONEDNN
 #include "cpu/conv2d_onednn.h"
@@ -24,9 +26,9 @@ struct Layer {
 };
 
 Conv2dDims dims(std::int64_t C, std::int64_t H, std::int64_t OC, std::int64_t pad,
-                std::int64_t k = 3) {
+                std::int64_t k = 3, std::int64_t n = 64) {
   Conv2dDims d;
-  d.N = 64, d.C = C, d.H = H, d.W = H, d.OC = OC, d.KH = k, d.KW = k;
+  d.N = n, d.C = C, d.H = H, d.W = H, d.OC = OC, d.KH = k, d.KW = k;
   d.pad_h = d.pad_w = pad;
   d.OH = d.OW = H + 2 * pad - (k - 1);
   return d;
@@ -38,18 +40,28 @@ const std::vector<Layer>& layers() {
       {"fmnist_conv2", dims(32, 14, 64, 1), true},
       {"catdog_conv1", dims(3, 64, 32, 0), false},
       {"catdog_conv2", dims(32, 31, 32, 0), true},
-      {"pointwise_64_14", dims(64, 14, 64, 0, 1), true},  // a 1x1 layer, for the layout choice
+      {"pointwise_64_14", dims(64, 14, 64, 0, 1), true},   // a 1x1 layer, for the layout choice
+      {"resnet_64_56", dims(64, 56, 64, 1, 3, 32), true},  // the ResNets' 3x3 layers, batch 32
+      {"resnet_128_28", dims(128, 28, 128, 1, 3, 32), true},
+      {"resnet_256_14", dims(256, 14, 256, 1, 3, 32), true},
+      {"resnet_512_7", dims(512, 7, 512, 1, 3, 32), true},
   };
   return l;
 }
 
-enum Impl { kReference, kOnednnPlain, kOnednnBlocked, kOnednnAuto };
+enum Impl { kReference, kOnednnPlain, kOnednnBlocked, kOnednnAuto, kWinograd };
 const char* impl_name(int impl) {
   switch (impl) {
-    case kReference: return "reference";
-    case kOnednnPlain: return "onednn_plain";
-    case kOnednnBlocked: return "onednn_blocked";
-    default: return "onednn_auto";
+    case kReference:
+      return "reference";
+    case kOnednnPlain:
+      return "onednn_plain";
+    case kOnednnBlocked:
+      return "onednn_blocked";
+    case kWinograd:
+      return "epoch_winograd";
+    default:
+      return "onednn_auto";
   }
 }
 
@@ -73,7 +85,16 @@ void BM_Conv(benchmark::State& state) {
   fill(x, 1), fill(w, 2), fill(b, 3), fill(dy, 4);
   float* dxp = layer.need_dx ? dx.data() : nullptr;
   for (auto _ : state) {
-    if (impl == kReference) {
+    if (impl == kWinograd) {  // 8-channel blocked buffers of the same sizes
+      if (!epoch::cpu::conv2d_winograd_supported(d)) {
+        state.SkipWithError("epoch's Winograd does not take this layer on this CPU");
+        break;
+      }
+      epoch::cpu::conv2d_winograd_forward(d, x.data(), w.data(), b.data(), y.data(), false);
+      if (backward)
+        epoch::cpu::conv2d_winograd_backward(d, dy.data(), x.data(), w.data(), dxp, dw.data(),
+                                             db.data());
+    } else if (impl == kReference) {
       epoch::cpu::conv2d_forward(d, x.data(), w.data(), b.data(), y.data());
       if (backward)
         epoch::cpu::conv2d_backward(d, dy.data(), x.data(), w.data(), dxp, dw.data(), db.data());
@@ -102,8 +123,8 @@ void BM_Conv(benchmark::State& state) {
 }
 
 void args(benchmark::internal::Benchmark* b) {
-  for (std::int64_t layer = 0; layer < 5; ++layer)
-    for (std::int64_t impl : {kReference, kOnednnPlain, kOnednnBlocked, kOnednnAuto})
+  for (std::int64_t layer = 0; layer < static_cast<std::int64_t>(layers().size()); ++layer)
+    for (std::int64_t impl : {kReference, kOnednnPlain, kOnednnBlocked, kOnednnAuto, kWinograd})
       for (std::int64_t backward : {0, 1}) b->Args({layer, impl, backward});
 }
 

@@ -1,18 +1,22 @@
 // Winograd F(4x4, 3x3) convolution on 8-channel blocked activations (see conv2d_winograd.h).
 //
 // The transforms (B^T d B, A^T M A, A dY A^T) run on AVX2 vectors of the 8 channels of a block,
-// so they need no shuffles. Per block of kTileBlock tiles, each of the 36 positions is one matrix
-// product: forward M[tile][k] = sum_c V[tile][c] U[c][k]; backward weights dU[c][k] +=
-// sum_tile V[tile][c] dM[tile][k]. The products run a 6x16 register-blocked micro-kernel.
-// Threads take contiguous runs of tile blocks (a fixed split for a given thread count); backward
-// weights sums each thread's dU and then adds the threads' sums in thread order, so the bits do
-// not depend on timing.
+// so they need no shuffles. The tiles go through in blocks that all threads share, each block in
+// three phases with a barrier between them: the threads transform the block's tiles (split by
+// tile); then each of the 36 positions is one matrix product, split by (position, band of output
+// channels): forward M[tile][k] = sum_c V[tile][c] U[c][k], backward weights dU[c][k] +=
+// sum_tile V[tile][c] dM[tile][k]; then (forward) the threads transform the products back. Each
+// element of a product is one thread's full sum in a fixed order, so the bits depend on neither
+// timing nor the thread count, and dU exists once, not once per thread. The products run a 6x16
+// register-blocked micro-kernel. The weights' transforms run on vectors of 8 output channels.
+// The buffers are kept by the calling thread between calls (the largest call's size).
 #include "cpu/conv2d_winograd.h"
 
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "cpu/cpu_features.h"
@@ -30,22 +34,33 @@ namespace {
 
 using i64 = std::int64_t;
 
-constexpr i64 kB = 8;                 // channels per block: one AVX2 vector
-constexpr i64 kPos = 36;              // positions of a transformed 6x6 tile
-constexpr i64 kTileBlock = 24;        // tiles transformed and multiplied together
-constexpr i64 kSerialWork = 1 << 21;  // multiply-adds below which one thread does it all
+constexpr i64 kB = 8;                  // channels per block: one AVX2 vector
+constexpr i64 kPos = 36;               // positions of a transformed 6x6 tile
+constexpr i64 kBlockFloats = 1 << 20;  // about what a block's V and M hold, in floats (4 MiB)
+constexpr i64 kMinTileBlock = 48;      // the fewest tiles a block takes (each U is used as often)
+constexpr i64 kBand = 64;              // output channels per unit of a block's products
+constexpr i64 kSerialWork = 1 << 21;   // multiply-adds below which one thread does it all
 
 // G of F(4x4, 3x3) (points 0, 1, -1, 2, -2 and infinity): U = G g G^T.
-constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
-                             {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                             {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                             {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                             {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                             {0, 0, 1}};
+constexpr float kG[6][3] = {{1.0f / 4, 0, 0},
+                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                            {0, 0, 1}};
+constexpr double kGd[6][3] = {{1.0 / 4, 0, 0},
+                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                              {0, 0, 1}};
 
-// The output's 4x4 tiles, in (n, tile row, tile column) order.
+// The output's 4x4 tiles, in (n, tile row, tile column) order, and the blocks they go through
+// in: as many tiles as keep a block's transformed inputs and products near kBlockFloats, at
+// least kMinTileBlock (so each transformed weight is used that often per pass), a multiple of 6
+// (the micro-kernel's rows).
 struct Tiling {
-  i64 tiles_h = 0, tiles_w = 0, tiles = 0, blocks = 0;
+  i64 tiles_h = 0, tiles_w = 0, tiles = 0, block = 0, blocks = 0;
 };
 
 Tiling tiling(const Conv2dDims& d) {
@@ -53,7 +68,9 @@ Tiling tiling(const Conv2dDims& d) {
   t.tiles_h = (d.OH + 3) / 4;
   t.tiles_w = (d.OW + 3) / 4;
   t.tiles = d.N * t.tiles_h * t.tiles_w;
-  t.blocks = (t.tiles + kTileBlock - 1) / kTileBlock;
+  const i64 fit = kBlockFloats / (kPos * (d.C + d.OC));
+  t.block = std::min((std::max(fit, kMinTileBlock) + 5) / 6 * 6, t.tiles);
+  t.blocks = t.block > 0 ? (t.tiles + t.block - 1) / t.block : 0;
   return t;
 }
 
@@ -70,10 +87,36 @@ TilePlace place(const Tiling& t, i64 tile) {
 // The threads a call runs on: one below kSerialWork multiply-adds.
 int threads_for(i64 work) { return work < kSerialWork ? 1 : omp_get_max_threads(); }
 
-// The [first, last) tile blocks of thread `id` of `count`.
-std::pair<i64, i64> share(i64 blocks, int id, int count) {
-  return {blocks * id / count, blocks * (id + 1) / count};
+// Buffers kept by the calling thread between calls, one per use, grown as needed and never
+// initialized (every element is written before it is read).
+enum Buffer { kU, kV, kM, kFlipped, kBuffers };
+
+float* buffer(Buffer which, i64 floats) {
+  struct Kept {
+    std::unique_ptr<float[]> data;
+    i64 size = 0;
+  };
+  thread_local Kept kept[kBuffers];
+  Kept& k = kept[which];
+  if (k.size < floats) {
+    k.data.reset();  // the old one first, so the two never exist together
+    k.data.reset(new float[static_cast<std::size_t>(floats)]);
+    k.size = floats;
+  }
+  return k.data.get();
 }
+
+// Unit u of a block's 36 x bands products: its position and its band of output channels.
+struct Unit {
+  i64 p, k0, width;
+};
+
+Unit unit(i64 u, i64 K) {
+  const i64 bands = (K + kBand - 1) / kBand, k0 = (u % bands) * kBand;
+  return {u / bands, k0, std::min(kBand, K - k0)};
+}
+
+i64 units(i64 K) { return kPos * ((K + kBand - 1) / kBand); }
 
 // ---- the transforms, on 8-channel vectors ----
 
@@ -185,20 +228,18 @@ inline void output_tile(const float* m, i64 stride, __m256 bias, bool relu, floa
 }
 
 // dM = A dY A^T of the 4x4 tile of `plane` ((rows, cols, 8)) from (i0, j0), zero outside it;
-// position p goes to dm[p * stride]; `sum` gains the tile's pixels (for the bias gradient).
+// position p goes to dm[p * stride].
 inline void gradient_tile(const float* plane, i64 rows, i64 cols, i64 i0, i64 j0, float* dm,
-                          i64 stride, __m256& sum) {
+                          i64 stride) {
   __m256 t[6][4];
 #pragma GCC unroll 6
   for (int j = 0; j < 4; ++j) {
     __m256 col[4], m[6];
 #pragma GCC unroll 6
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 4; ++i)
       col[i] = i0 + i < rows && j0 + j < cols
                    ? _mm256_loadu_ps(plane + ((i0 + i) * cols + j0 + j) * kB)
                    : _mm256_setzero_ps();
-      sum = _mm256_add_ps(sum, col[i]);
-    }
     gradient_column(col, m);
 #pragma GCC unroll 6
     for (int i = 0; i < 6; ++i) t[i][j] = m[i];
@@ -269,56 +310,115 @@ void rows_of(i64 rows, const float* a, i64 a_row, i64 a_depth, const float* b, i
 }
 
 // c (rows x cols, row stride ldc) (+)= a (rows x depth, as micro_kernel) * b (depth x cols);
-// cols is a multiple of 8.
+// cols is a multiple of 8. b is packed in panels of 16 columns (the last of a matrix whose
+// columns are an odd multiple of 8 has 8): panel q at b + q * panel_stride, its rows as wide as
+// the panel. A row-major b of 2^n columns would put a panel's rows in a few cache sets, and the
+// panel then streams from far memory for every 6 rows of a.
 template <bool kAccumulate>
 void gemm(i64 rows, i64 cols, i64 depth, const float* a, i64 a_row, i64 a_depth, const float* b,
-          i64 ldb, float* c, i64 ldc) {
+          i64 panel_stride, float* c, i64 ldc) {
   i64 j = 0;
   for (; j + 16 <= cols; j += 16)
-    rows_of<2, kAccumulate>(rows, a, a_row, a_depth, b + j, ldb, c + j, ldc, depth);
-  if (j < cols) rows_of<1, kAccumulate>(rows, a, a_row, a_depth, b + j, ldb, c + j, ldc, depth);
+    rows_of<2, kAccumulate>(rows, a, a_row, a_depth, b + (j / 16) * panel_stride, 16, c + j, ldc,
+                            depth);
+  if (j < cols)
+    rows_of<1, kAccumulate>(rows, a, a_row, a_depth, b + (j / 16) * panel_stride, 8, c + j, ldc,
+                            depth);
+}
+
+// Where column k of row r of a matrix with `cols` columns goes when packed as gemm's b with
+// panels `panel_stride` apart.
+inline i64 packed_at(i64 r, i64 k, i64 cols, i64 panel_stride) {
+  const i64 panel = k / 16, width = std::min<i64>(16, cols - panel * 16);
+  return panel * panel_stride + r * width + k % 16;
 }
 
 // ---- the weights ----
 
-// U[p][c][k] = (G w[k][c] G^T)[p], for K output and C input channels.
+// U[p] (C x K) = (G w[k][c] G^T)[p], for K output and C input channels, packed as gemm's b
+// (panels 16 C apart), 8 output channels at a time; the calling team shares the work (a
+// worksharing loop, so inside a parallel region).
 void transform_weights(const float* w, i64 K, i64 C, float* U) {
-#pragma omp parallel for schedule(static) if (K * C > 4096)
-  for (i64 k = 0; k < K; ++k) {
+  // Output channels outside: the 8 rows of w are then read along, where reading down the
+  // columns of w (rows 9 C floats apart, often a multiple of 2 KiB) would miss in every cache.
+#pragma omp for schedule(static)
+  for (i64 k0 = 0; k0 < K; k0 += kB) {
     for (i64 c = 0; c < C; ++c) {
-      const float* g = w + (k * C + c) * 9;
-      double gg[6][3];  // G g
+      alignas(32) float taps[9][kB];
+      for (i64 l = 0; l < kB; ++l)
+        for (int i = 0; i < 9; ++i) taps[i][l] = w[((k0 + l) * C + c) * 9 + i];
+      __m256 g[9];
+      for (int i = 0; i < 9; ++i) g[i] = _mm256_load_ps(taps[i]);
+      __m256 gg[6][3];  // G g
+#pragma GCC unroll 6
       for (int i = 0; i < 6; ++i)
+#pragma GCC unroll 3
         for (int j = 0; j < 3; ++j)
-          gg[i][j] = kG[i][0] * g[j] + kG[i][1] * g[3 + j] + kG[i][2] * g[6 + j];
+          gg[i][j] =
+              _mm256_fmadd_ps(_mm256_set1_ps(kG[i][0]), g[j],
+                              _mm256_fmadd_ps(_mm256_set1_ps(kG[i][1]), g[3 + j],
+                                              _mm256_mul_ps(_mm256_set1_ps(kG[i][2]), g[6 + j])));
+#pragma GCC unroll 6
       for (int i = 0; i < 6; ++i)
+#pragma GCC unroll 6
         for (int j = 0; j < 6; ++j)
-          U[((i * 6 + j) * C + c) * K + k] =
-              static_cast<float>(gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] + gg[i][2] * kG[j][2]);
+          _mm256_storeu_ps(
+              U + (i * 6 + j) * C * K + packed_at(c, k0, K, 16 * C),
+              _mm256_fmadd_ps(gg[i][0], _mm256_set1_ps(kG[j][0]),
+                              _mm256_fmadd_ps(gg[i][1], _mm256_set1_ps(kG[j][1]),
+                                              _mm256_mul_ps(gg[i][2], _mm256_set1_ps(kG[j][2])))));
     }
   }
 }
 
-// dw[k][c] = G^T dU[.][c][k] G.
+// dw[k][c] = G^T dU[.][c][k] G, 4 output channels at a time in double: the positions' sums
+// cancel (dU is far larger than dw), so float here would double the error of the transform;
+// a worksharing loop, as above.
 void weights_gradient(const float* dU, i64 K, i64 C, float* dw) {
-#pragma omp parallel for schedule(static) if (K * C > 4096)
-  for (i64 k = 0; k < K; ++k) {
-    for (i64 c = 0; c < C; ++c) {
-      double gu[3][6];  // G^T dU
-      for (int a = 0; a < 3; ++a)
-        for (int j = 0; j < 6; ++j) {
-          double s = 0;
-          for (int i = 0; i < 6; ++i) s += kG[i][a] * dU[((i * 6 + j) * C + c) * K + k];
+#pragma omp for schedule(static)
+  for (i64 c = 0; c < C; ++c) {
+    for (i64 k0 = 0; k0 < K; k0 += 4) {
+      __m256d gu[3][6];  // G^T dU
+#pragma GCC unroll 6
+      for (int j = 0; j < 6; ++j) {
+        __m256d u[6];
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; ++i)
+          u[i] = _mm256_cvtps_pd(_mm_loadu_ps(dU + ((i * 6 + j) * C + c) * K + k0));
+#pragma GCC unroll 3
+        for (int a = 0; a < 3; ++a) {
+          __m256d s = _mm256_mul_pd(_mm256_set1_pd(kGd[0][a]), u[0]);
+#pragma GCC unroll 5
+          for (int i = 1; i < 6; ++i) s = _mm256_fmadd_pd(_mm256_set1_pd(kGd[i][a]), u[i], s);
           gu[a][j] = s;
         }
-      float* g = dw + (k * C + c) * 9;
+      }
+      alignas(16) float taps[9][4];
+#pragma GCC unroll 3
       for (int a = 0; a < 3; ++a)
+#pragma GCC unroll 3
         for (int b = 0; b < 3; ++b) {
-          double s = 0;
-          for (int j = 0; j < 6; ++j) s += gu[a][j] * kG[j][b];
-          g[a * 3 + b] = static_cast<float>(s);
+          __m256d s = _mm256_mul_pd(gu[a][0], _mm256_set1_pd(kGd[0][b]));
+#pragma GCC unroll 5
+          for (int j = 1; j < 6; ++j) s = _mm256_fmadd_pd(gu[a][j], _mm256_set1_pd(kGd[j][b]), s);
+          _mm_store_ps(taps[a * 3 + b], _mm256_cvtpd_ps(s));
         }
+      for (i64 l = 0; l < 4; ++l)
+        for (int i = 0; i < 9; ++i) dw[((k0 + l) * C + c) * 9 + i] = taps[i][l];
     }
+  }
+}
+
+// db[k] = the sum of dy over images and pixels, one channel block per thread at a time.
+void bias_gradient(const float* dy, i64 N, i64 KB, i64 pixels, float* db) {
+#pragma omp for schedule(static)
+  for (i64 kb = 0; kb < KB; ++kb) {
+    __m256 sum = _mm256_setzero_ps();
+    for (i64 n = 0; n < N; ++n) {
+      const float* plane = dy + (n * KB + kb) * pixels * kB;
+      for (i64 i = 0; i < pixels; ++i) sum = _mm256_add_ps(sum, _mm256_loadu_ps(plane + i * kB));
+    }
+    _mm256_storeu_ps(db + kb * kB, sum);
   }
 }
 
@@ -335,29 +435,30 @@ void conv2d_winograd_forward(const Conv2dDims& d, const float* x, const float* w
   const i64 C = d.C, K = d.OC, CB = C / kB, KB = K / kB;
   const Tiling t = tiling(d);
   if (t.tiles == 0) return;
-  std::vector<float> U(kPos * C * K);
-  transform_weights(w, K, C, U.data());
-  const i64 v_stride = kTileBlock * C, m_stride = kTileBlock * K;  // between positions
-  const i64 per_thread = kPos * (v_stride + m_stride);
-  const int threads = threads_for(t.tiles * 16 * C * K);
-  std::vector<float> scratch(static_cast<std::size_t>(threads * per_thread));
-#pragma omp parallel num_threads(threads)
+  const i64 v_stride = t.block * C, m_stride = t.block * K;  // between positions
+  float* U = buffer(kU, kPos * C * K);
+  float* V = buffer(kV, kPos * v_stride);
+  float* M = buffer(kM, kPos * m_stride);
+  const i64 products = units(K);
+#pragma omp parallel num_threads(threads_for(t.tiles * 16 * C * K))
   {
-    const int id = omp_get_thread_num();
-    float* V = scratch.data() + id * per_thread;
-    float* M = V + kPos * v_stride;
-    const auto [first, last] = share(t.blocks, id, omp_get_num_threads());
-    for (i64 block = first; block < last; ++block) {
-      const i64 t0 = block * kTileBlock, rows = std::min(kTileBlock, t.tiles - t0);
+    transform_weights(w, K, C, U);
+    for (i64 block = 0; block < t.blocks; ++block) {
+      const i64 t0 = block * t.block, rows = std::min(t.block, t.tiles - t0);
+#pragma omp for schedule(static)
       for (i64 r = 0; r < rows; ++r) {
         const TilePlace at = place(t, t0 + r);
         for (i64 cb = 0; cb < CB; ++cb)
           input_tile(x + (at.n * CB + cb) * d.H * d.W * kB, d.H, d.W, at.oh0 - d.pad_h,
                      at.ow0 - d.pad_w, V + r * C + cb * kB, v_stride);
       }
-      for (i64 p = 0; p < kPos; ++p)
-        gemm<false>(rows, K, C, V + p * v_stride, C, 1, U.data() + p * C * K, K, M + p * m_stride,
-                    K);
+#pragma omp for schedule(static)
+      for (i64 u = 0; u < products; ++u) {
+        const Unit at = unit(u, K);
+        gemm<false>(rows, at.width, C, V + at.p * v_stride, C, 1, U + at.p * C * K + at.k0 * C,
+                    16 * C, M + at.p * m_stride + at.k0, K);
+      }
+#pragma omp for schedule(static)
       for (i64 r = 0; r < rows; ++r) {
         const TilePlace at = place(t, t0 + r);
         for (i64 kb = 0; kb < KB; ++kb) {
@@ -379,56 +480,54 @@ void conv2d_winograd_backward(const Conv2dDims& d, const float* dy, const float*
     Conv2dDims t = d;
     t.C = K, t.OC = C, t.H = d.OH, t.W = d.OW, t.OH = d.H, t.OW = d.W;
     t.pad_h = 2 - d.pad_h, t.pad_w = 2 - d.pad_w;
-    std::vector<float> flipped(static_cast<std::size_t>(C * K * 9));
-    for (i64 k = 0; k < K; ++k)
-      for (i64 c = 0; c < C; ++c)
+    float* flipped = buffer(kFlipped, C * K * 9);
+#pragma omp parallel for schedule(static) if (C * K > 4096)
+    for (i64 c = 0; c < C; ++c)
+      for (i64 k = 0; k < K; ++k)
         for (int i = 0; i < 9; ++i) flipped[(c * K + k) * 9 + (8 - i)] = w[(k * C + c) * 9 + i];
-    conv2d_winograd_forward(t, dy, flipped.data(), nullptr, dx, false);
+    conv2d_winograd_forward(t, dy, flipped, nullptr, dx, false);
   }
   const Tiling t = tiling(d);
-  const i64 v_stride = kTileBlock * C, m_stride = kTileBlock * K;
-  const i64 per_thread = kPos * (v_stride + m_stride + C * K) + K;
-  const int threads = threads_for(t.tiles * 16 * C * K);
-  std::vector<float> scratch(static_cast<std::size_t>(threads * per_thread));
-  const auto sums_of = [&](int id) { return scratch.data() + id * per_thread; };  // dU, then db
-  int team = 1;  // the threads that ran (the runtime may give fewer than asked)
-#pragma omp parallel num_threads(threads)
+  const i64 v_stride = t.block * C, m_stride = t.block * K;
+  // The forward's buffers, free again: dU in U's, the output gradients' transforms in M's.
+  float* dU = buffer(kU, kPos * C * K);
+  float* V = buffer(kV, kPos * v_stride);
+  float* dM = buffer(kM, kPos * m_stride);
+  const i64 products = units(K);
+#pragma omp parallel num_threads(threads_for(t.tiles * 16 * C * K))
   {
-    const int id = omp_get_thread_num();
-    if (id == 0) team = omp_get_num_threads();
-    float* dU = sums_of(id);
-    float* bias_sum = dU + kPos * C * K;
-    float* V = bias_sum + K;
-    float* dM = V + kPos * v_stride;
-    std::fill(dU, dU + kPos * C * K + K, 0.0f);
-    const auto [first, last] = share(t.blocks, id, omp_get_num_threads());
-    for (i64 block = first; block < last; ++block) {
-      const i64 t0 = block * kTileBlock, rows = std::min(kTileBlock, t.tiles - t0);
+    if (t.tiles == 0) {  // no pixels: the gradients are zero
+#pragma omp for schedule(static)
+      for (i64 i = 0; i < kPos * C * K; ++i) dU[i] = 0.0f;
+    }
+    for (i64 block = 0; block < t.blocks; ++block) {
+      const i64 t0 = block * t.block, rows = std::min(t.block, t.tiles - t0);
+#pragma omp for schedule(static)
       for (i64 r = 0; r < rows; ++r) {
         const TilePlace at = place(t, t0 + r);
         for (i64 cb = 0; cb < CB; ++cb)
           input_tile(x + (at.n * CB + cb) * d.H * d.W * kB, d.H, d.W, at.oh0 - d.pad_h,
                      at.ow0 - d.pad_w, V + r * C + cb * kB, v_stride);
-        for (i64 kb = 0; kb < KB; ++kb) {
-          __m256 sum = _mm256_loadu_ps(bias_sum + kb * kB);
+        for (i64 kb = 0; kb < KB; ++kb)
           gradient_tile(dy + (at.n * KB + kb) * d.OH * d.OW * kB, d.OH, d.OW, at.oh0, at.ow0,
-                        dM + r * K + kb * kB, m_stride, sum);
-          _mm256_storeu_ps(bias_sum + kb * kB, sum);
-        }
+                        dM + packed_at(r, kb * kB, K, 16 * t.block), m_stride);
       }
-      // dU[p] (C x K) += V[p]^T (C x rows) dM[p] (rows x K)
-      for (i64 p = 0; p < kPos; ++p)
-        gemm<true>(C, K, rows, V + p * v_stride, 1, C, dM + p * m_stride, K, dU + p * C * K, K);
+      // dU[p] (C x K) += V[p]^T (C x rows) dM[p] (rows x K), the first block without the +
+#pragma omp for schedule(static)
+      for (i64 u = 0; u < products; ++u) {
+        const Unit at = unit(u, K);
+        const float* a = V + at.p * v_stride;
+        const float* bm = dM + at.p * m_stride + at.k0 * t.block;
+        float* c = dU + at.p * C * K + at.k0;
+        if (block == 0)
+          gemm<false>(C, at.width, rows, a, 1, C, bm, 16 * t.block, c, K);
+        else
+          gemm<true>(C, at.width, rows, a, 1, C, bm, 16 * t.block, c, K);
+      }
     }
+    weights_gradient(dU, K, C, dw);
+    if (db != nullptr) bias_gradient(dy, d.N, KB, d.OH * d.OW, db);
   }
-  // The threads' sums, added in thread order; thread 0's buffer takes the total.
-  float* total = sums_of(0);
-  const i64 summed = kPos * C * K + K;
-#pragma omp parallel for schedule(static) if (team > 1 && summed > 4096)
-  for (i64 i = 0; i < summed; ++i)
-    for (int id = 1; id < team; ++id) total[i] += sums_of(id)[i];
-  weights_gradient(total, K, C, dw);
-  if (db != nullptr) std::copy(total + kPos * C * K, total + summed, db);
 }
 
 }  // namespace epoch::cpu

@@ -6,11 +6,12 @@
 // Each 4x4 output tile comes from a 6x6 input tile: V = B^T d B, U = G g G^T, M = U . V summed
 // over input channels (36 matrix products, one per position of the 6x6 tile), y = A^T M A.
 // 36 multiplications per 16 outputs per channel pair instead of 144. Tiles are transformed and
-// multiplied a block at a time, so the transformed tiles stay in cache. Backward data is the
-// forward of dy with the weights flipped and transposed; backward weights multiplies the
-// transformed inputs with the transformed output gradients (dM = A dY A^T) and brings the sum
-// back with G^T dU G. Results differ from direct summation by rounding only (about 1e-5
-// relative); for a given thread count every call gives the same bits.
+// multiplied a block at a time by all threads together, so the transformed tiles stay in cache.
+// Backward data is the forward of dy with the weights flipped and transposed; backward weights
+// multiplies the transformed inputs with the transformed output gradients (dM = A dY A^T) and
+// brings the sum back with G^T dU G. Results differ from direct summation by rounding only
+// (about 1e-5 relative, relative to the largest value for dw); every call gives the same bits,
+// whatever the thread count. Work buffers are kept by the calling thread between calls.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 // gives the same bits run after run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -106,10 +108,15 @@ TEST_P(ConvAlgorithmTest, AutomaticRunsWinogradOnlyWhereEligibleAndMatchesTheRef
   }
   // Winograd F(4x4, 3x3) rounds differently from direct summation: on these cases it was up
   // to 1.3e-5 from the reference (values up to about 5), direct convolution up to 7e-6; the
-  // tolerances leave more than 10x of that.
+  // tolerances leave more than 10x of that. The weight gradient's error follows the size of
+  // its largest elements, not of each one (G^T dU G brings back sums far larger than dw, and
+  // they cancel): up to 2.9e-5 of the largest |dw| here (1.7e-3 at 57), so its tolerance is
+  // 3e-4 of the largest, plus the elementwise one.
   EXPECT_TRUE(testing::allclose(r.y, ref.y, 2e-4f, 2e-4f)) << "y";
   EXPECT_TRUE(testing::allclose(r.dx, ref.dx, 2e-4f, 2e-4f)) << "dx";
-  EXPECT_TRUE(testing::allclose(r.dw, ref.dw, 5e-4f, 5e-4f)) << "dw";
+  float largest_dw = 0.0f;
+  for (float v : ref.dw.to_vector()) largest_dw = std::max(largest_dw, std::abs(v));
+  EXPECT_TRUE(testing::allclose(r.dw, ref.dw, 5e-4f + 3e-4f * largest_dw, 5e-4f)) << "dw";
   EXPECT_TRUE(testing::allclose(r.db, ref.db, 2e-4f, 2e-4f)) << "db";
 }
 
