@@ -138,8 +138,8 @@ Key conv_key(const char* op, const Conv2dDims& d, bool any, bool flag_a, bool fl
   return k;
 }
 
-bool use_blocked(const Conv2dDims& d, ConvLayout layout) {
-  if (layout == ConvLayout::automatic) layout = conv2d_chosen_layout(d);
+bool use_blocked(const Conv2dDims& d, ConvLayout layout, std::int64_t x_block) {
+  if (layout == ConvLayout::automatic) layout = conv2d_chosen_layout(d, x_block);
   return layout == ConvLayout::blocked;
 }
 
@@ -154,12 +154,15 @@ std::int64_t macs(const Conv2dDims& d) {
 // Measured with bench/conv_bench (one AVX-512 core, batch 64): the blocked direct kernels
 // beat the plain-layout GEMM convolution 1.5-2.5x on every 3x3 layer of fmnist-cnn and catdog,
 // reorders included (first layers with 1 or 3 channels too, and most in backward weights).
-// A 1x1 unstrided, unpadded convolution is a plain GEMM with no im2col, and the reorders then
-// cost more than the blocked kernel saves.
-ConvLayout conv2d_chosen_layout(const Conv2dDims& d) {
+// A 1x1 unstrided, unpadded convolution on row-major activations is a plain GEMM with no
+// im2col, and the reorders then cost more than the blocked kernel saves. On activations that
+// are blocked already (a ResNet bottleneck between batch norms and 3x3 layers), the plain GEMM
+// would reorder x, y, dy and dx at every call: resnet50's training step spent 1.0 of 4.2 s in
+// such reorders (ONEDNN_VERBOSE, AVX-512, batch 32), so there the blocked 1x1 kernel runs.
+ConvLayout conv2d_chosen_layout(const Conv2dDims& d, std::int64_t x_block) {
   const bool pointwise =
       d.KH == 1 && d.KW == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_h == 0 && d.pad_w == 0;
-  return pointwise ? ConvLayout::plain : ConvLayout::blocked;
+  return pointwise && x_block == 0 ? ConvLayout::plain : ConvLayout::blocked;
 }
 
 // Measured with epoch bench --layers and --model (2 threads, AVX-512, batch 32 and 64;
@@ -177,7 +180,7 @@ std::int64_t conv2d_forward_output_block(const Conv2dDims& d, bool has_bias, std
   if (empty(d)) return 0;
   return guarded("conv2d_forward (oneDNN)", [&]() -> std::int64_t {
     const SerialIfSmall serial(macs(d));
-    const bool any = use_blocked(d, layout);
+    const bool any = use_blocked(d, layout, x_block);
     if (!any) return 0;
     struct Choice {
       std::int64_t block;
@@ -196,7 +199,7 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
   if (empty(d)) return;
   guarded("conv2d_forward (oneDNN)", [&] {
     const SerialIfSmall serial(macs(d));
-    const bool any = use_blocked(d, layout);
+    const bool any = use_blocked(d, layout, blocks.x);
     const bool has_bias = b != nullptr;
     Key key = conv_key("conv2d_fwd", d, any, has_bias, false, blocks, algo);
     key.add({epilogue.relu, epilogue.inference});
@@ -227,7 +230,7 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
   }
   guarded("conv2d_backward (oneDNN)", [&] {
     const SerialIfSmall serial(macs(d));
-    const bool any = use_blocked(d, layout);
+    const bool any = use_blocked(d, layout, blocks.x);
     const bool need_dx = dx != nullptr, has_bias = db != nullptr;
     auto bw = cached<BackwardBundle>(
         conv_key("conv2d_bwd", d, any, need_dx, has_bias, blocks, algo),

@@ -61,8 +61,9 @@ void conv2d_backward(const kernels::Conv2dDims& d,
                      ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {},
                      ConvAlgo algo = ConvAlgo::direct);
 
-/// The layout `automatic` resolves to for these sizes (plain or blocked).
-ConvLayout conv2d_chosen_layout(const kernels::Conv2dDims& d);
+/// The layout `automatic` resolves to for these sizes (plain or blocked), for activations x in
+/// the channel block x_block (0: row-major).
+ConvLayout conv2d_chosen_layout(const kernels::Conv2dDims& d, std::int64_t x_block = 0);
 
 /// True when ConvAlgo::automatic lets oneDNN choose Winograd for these sizes (it still runs
 /// direct convolution where it has no Winograd kernel for the CPU: below AVX-512).

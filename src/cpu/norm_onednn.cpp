@@ -1,7 +1,8 @@
 // oneDNN batch norm and LRN (see norm_onednn.h). oneDNN's kernels for plain NCHW are its slow
 // generic ones here (batch norm 2-4x, LRN up to 16x slower than our reference: measured on
 // (64, 64, 12, 12)), so both run in the layout that has a JIT kernel, with reorders around
-// them: batch norm in 16-channel blocks (8 where oneDNN has no JIT kernel for 16: AVX2
+// them where the caller's layout is another (batch norm takes activations kept blocked as they
+// are): batch norm in 16-channel blocks (8 where oneDNN has no JIT kernel for 16: AVX2
 // machines), LRN channels-last (its blocked kernel only takes a window of 5). The
 // running-statistics update and 1/sqrt(var + eps) are computed here per channel; oneDNN keeps
 // the variance where we keep invstd, and backward converts back.
@@ -52,9 +53,14 @@ BnFwd::primitive_desc bn_forward_pd(const memory::desc& data, float eps, bool tr
   return BnFwd::primitive_desc(desc, engine());
 }
 
-// The blocked layout batch norm runs in: 16-channel blocks, unless oneDNN has only its
-// reference code there and a JIT kernel for 8-channel blocks (AVX2 machines).
-Tag bn_layout(const memory::dims& dims, float eps, bool training) {
+// The blocked layout batch norm runs in: the caller's channel block when oneDNN has a JIT
+// kernel for it (activations kept blocked need no reorder), else 16-channel blocks, unless
+// oneDNN has only its reference code there and a JIT kernel for 8-channel blocks (AVX2).
+Tag bn_layout(const memory::dims& dims, float eps, bool training, std::int64_t block) {
+  const auto tag_of = [](std::int64_t b) { return b == 8 ? Tag::nChw8c : Tag::nChw16c; };
+  if (block != 0 && !kernels::is_reference_impl(
+                        impl_name(bn_forward_pd(tagged_md(dims, tag_of(block)), eps, training))))
+    return tag_of(block);
   if (!kernels::is_reference_impl(
           impl_name(bn_forward_pd(tagged_md(dims, Tag::nChw16c), eps, training))))
     return Tag::nChw16c;
@@ -78,9 +84,9 @@ struct BnBackwardBundle {
 };
 
 Key bn_key(const char* op, std::int64_t N, std::int64_t C, std::int64_t HW, float eps,
-           bool training) {
+           bool training, std::int64_t block) {
   Key k(op);
-  k.add({N, C, HW, bits(eps), training});
+  k.add({N, C, HW, bits(eps), training, block});
   return k;
 }
 
@@ -126,19 +132,20 @@ bool lrn_backward_supported(std::int64_t C, std::int64_t size) {
 
 }  // namespace
 
-void batch_norm_forward(const float* x, const float* gamma, const float* beta,
-                        float* running_mean, float* running_var, float* y, float* save_mean,
-                        float* save_invstd, std::int64_t N, std::int64_t C, std::int64_t HW,
-                        bool training, float momentum, float eps) {
+void batch_norm_forward(const float* x, const float* gamma, const float* beta, float* running_mean,
+                        float* running_var, float* y, float* save_mean, float* save_invstd,
+                        std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
+                        float momentum, float eps, std::int64_t block) {
   if (C == 0) return;
   guarded("batch_norm_forward (oneDNN)", [&] {
     const SerialIfSmall serial(N * C * HW);
-    auto f = cached<BnForwardBundle>(bn_key("bn_fwd", N, C, HW, eps, training), [&] {
+    auto f = cached<BnForwardBundle>(bn_key("bn_fwd", N, C, HW, eps, training, block), [&] {
       const memory::dims dims = data_dims(N, C, HW);
+      const memory::desc caller = nchw_md(dims, block);
       BnFwd::primitive_desc pd =
-          bn_forward_pd(tagged_md(dims, bn_layout(dims, eps, training)), eps, training);
-      return BnForwardBundle{BnFwd(pd), impl_name(pd), Relayout(plain_md(dims), pd.src_desc()),
-                             Relayout(pd.dst_desc(), plain_md(dims)), plain_md({C})};
+          bn_forward_pd(tagged_md(dims, bn_layout(dims, eps, training, block)), eps, training);
+      return BnForwardBundle{BnFwd(pd), impl_name(pd), Relayout(caller, pd.src_desc()),
+                             Relayout(pd.dst_desc(), caller), plain_md({C})};
     });
     std::vector<float> var(static_cast<std::size_t>(C));
     CallScratch scratch;
@@ -164,8 +171,8 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta,
     for (std::int64_t c = 0; c < C; ++c) {
       if (training) {
         running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * save_mean[c];
-        running_var[c] = (1.0f - momentum) * running_var[c] +
-                         momentum * static_cast<float>(var[c] * unbias);
+        running_var[c] =
+            (1.0f - momentum) * running_var[c] + momentum * static_cast<float>(var[c] * unbias);
         save_invstd[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var[c]) + eps));
       } else {
         save_mean[c] = running_mean[c];
@@ -177,24 +184,25 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta,
 }
 
 void batch_norm_backward(const float* dy, const float* x, const float* gamma,
-                         const float* save_mean, const float* save_invstd, float* dx,
-                         float* dgamma, float* dbeta, std::int64_t N, std::int64_t C,
-                         std::int64_t HW, bool training) {
+                         const float* save_mean, const float* save_invstd, float* dx, float* dgamma,
+                         float* dbeta, std::int64_t N, std::int64_t C, std::int64_t HW,
+                         bool training, std::int64_t block) {
   if (C == 0) return;
   guarded("batch_norm_backward (oneDNN)", [&] {
     const SerialIfSmall serial(N * C * HW);
     // Any eps gives the same result once the variance is rebuilt from invstd with it.
     const float eps = 1e-5f;
-    auto b = cached<BnBackwardBundle>(bn_key("bn_bwd", N, C, HW, eps, training), [&] {
+    auto b = cached<BnBackwardBundle>(bn_key("bn_bwd", N, C, HW, eps, training, block), [&] {
       const memory::dims dims = data_dims(N, C, HW);
-      const memory::desc blocked = tagged_md(dims, bn_layout(dims, eps, training));
+      const memory::desc caller = nchw_md(dims, block);
+      const memory::desc blocked = tagged_md(dims, bn_layout(dims, eps, training, block));
       BnBwd::desc desc(dnnl::prop_kind::backward, blocked, blocked, eps, bn_flags(training));
       BnBwd::primitive_desc pd(desc, engine(), bn_forward_pd(blocked, eps, training));
       return BnBackwardBundle{BnBwd(pd),
                               impl_name(pd),
-                              Relayout(plain_md(dims), pd.src_desc()),
-                              Relayout(plain_md(dims), pd.diff_dst_desc()),
-                              Relayout(pd.diff_src_desc(), plain_md(dims)),
+                              Relayout(caller, pd.src_desc()),
+                              Relayout(caller, pd.diff_dst_desc()),
+                              Relayout(pd.diff_src_desc(), caller),
                               plain_md({C})};
     });
     // oneDNN 2.6 wants the shift even though the gradients do not depend on it.
@@ -266,10 +274,10 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
     auto b = cached<LrnBackwardBundle>(lrn_key("lrn_bwd", N, C, HW, size, alpha, beta, k), [&] {
       const memory::dims dims = data_dims(N, C, HW);
       const memory::desc channels_last = tagged_md(dims, Tag::nhwc);
-      LrnFwd::primitive_desc fwd = lrn_forward_pd(dnnl::prop_kind::forward_training,
-                                                  channels_last, size, alpha, beta, k);
-      LrnBwd::desc desc(dnnl::algorithm::lrn_across_channels, channels_last, channels_last,
-                        size, alpha, beta, k);
+      LrnFwd::primitive_desc fwd =
+          lrn_forward_pd(dnnl::prop_kind::forward_training, channels_last, size, alpha, beta, k);
+      LrnBwd::desc desc(dnnl::algorithm::lrn_across_channels, channels_last, channels_last, size,
+                        alpha, beta, k);
       LrnBwd::primitive_desc pd(desc, engine(), fwd);
       LrnBackwardBundle b;
       b.impl = impl_name(pd);

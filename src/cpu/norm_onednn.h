@@ -9,17 +9,19 @@
 namespace epoch::cpu::onednn {
 
 /// As cpu::batch_norm_forward: training normalizes with batch statistics and updates the
-/// running ones in place (unbiased variance); eval uses the running statistics.
-void batch_norm_forward(const float* x,        // (N, C, HW)
-                        const float* gamma,    // (C)
-                        const float* beta,     // (C)
-                        float* running_mean,   // (C)
-                        float* running_var,    // (C)
-                        float* y,              // (N, C, HW)
-                        float* save_mean,      // (C)
-                        float* save_invstd,    // (C)
+/// running ones in place (unbiased variance); eval uses the running statistics. x and y (and
+/// in backward dy and dx) are row-major for block 0, else channel-blocked with that block
+/// ((N, C/block, HW, block), Tensor::channel_block).
+void batch_norm_forward(const float* x,       // (N, C, HW)
+                        const float* gamma,   // (C)
+                        const float* beta,    // (C)
+                        float* running_mean,  // (C)
+                        float* running_var,   // (C)
+                        float* y,             // (N, C, HW)
+                        float* save_mean,     // (C)
+                        float* save_invstd,   // (C)
                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
-                        float momentum, float eps);
+                        float momentum, float eps, std::int64_t block = 0);
 
 /// As cpu::batch_norm_backward (overwrites dx, dgamma, dbeta).
 void batch_norm_backward(const float* dy,           // (N, C, HW)
@@ -30,7 +32,8 @@ void batch_norm_backward(const float* dy,           // (N, C, HW)
                          float* dx,                 // (N, C, HW)
                          float* dgamma,             // (C)
                          float* dbeta,              // (C)
-                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training);
+                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
+                         std::int64_t block = 0);
 
 /// As cpu::lrn_forward; size must be odd (the window is centred on the channel).
 void lrn_forward(const float* x,  // (N, C, HW)
@@ -44,7 +47,7 @@ void lrn_backward(const float* dy,  // (N, C, HW)
                   const float* x,   // (N, C, HW)
                   const float* y,   // (N, C, HW) the forward output
                   float* dx,        // (N, C, HW)
-                  std::int64_t N, std::int64_t C, std::int64_t HW, std::int64_t size,
-                  float alpha, float beta, float k);
+                  std::int64_t N, std::int64_t C, std::int64_t HW, std::int64_t size, float alpha,
+                  float beta, float k);
 
 }  // namespace epoch::cpu::onednn

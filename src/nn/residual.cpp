@@ -26,7 +26,6 @@ Tensor Residual::forward(const Tensor& x) {
 }
 
 Tensor Residual::forward_in_chain(const Tensor& x, const ChainLink& link) {
-  if (autograd::grad_enabled()) return forward(to_row_major(x));
   EPOCH_CHECK(!main_.empty(), "Residual: the block has no layers");
   const Tensor main = forward_in_order(main_, x, true);
   ChainLink keep;

@@ -8,6 +8,7 @@
 
 #if EPOCH_WITH_ONEDNN
 #include "cpu/norm_onednn.h"
+#include "ops/relayout.h"
 #endif
 #if EPOCH_WITH_CUDA
 #include "cuda/norm_cuda.h"
@@ -57,31 +58,43 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
   EPOCH_CHECK(!training || d.N * d.HW > 1, op,
               ": training needs more than one value per channel, got x ", shape_str(x.shape()));
   const Device dev = common_device(op, x, gamma, beta, running_mean, running_var);
-  const Tensor xc = x.contiguous(), gc = gamma.contiguous(), bc = beta.contiguous();
+  const Tensor gc = gamma.contiguous(), bc = beta.contiguous();
   BatchNormResult r;
-  r.y = Tensor::empty(x.shape(), DType::f32, dev);
   r.save_mean = Tensor::empty({d.C}, DType::f32, dev);
   r.save_invstd = Tensor::empty({d.C}, DType::f32, dev);
+  // The reference and CUDA kernels take and give row-major tensors.
+  const auto plain = [&](auto&& kernel) {
+    const Tensor xc = x.contiguous();
+    r.y = Tensor::empty(x.shape(), DType::f32, dev);
+    kernel(xc.f32(), r.y.f32());
+  };
   dispatch(op, dev, {
     .cpu =
         [&] {
-          cpu::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(),
-                                  running_var.f32(), r.y.f32(), r.save_mean.f32(),
-                                  r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
+          plain([&](const float* xp, float* yp) {
+            cpu::batch_norm_forward(xp, gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
+                                    yp, r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW,
+                                    training, momentum, eps);
+          });
         },
 #if EPOCH_WITH_ONEDNN
     .fast =
-        [&] {
+        [&] {  // activations kept blocked stay so: y in x's layout
+          const Tensor xc = x.is_blocked() ? x : x.contiguous();
+          r.y = empty_like(xc);
           cpu::onednn::batch_norm_forward(
-              xc.f32(), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(), r.y.f32(),
-              r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW, training, momentum, eps);
+              activation_f32(xc), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
+              activation_f32(r.y), r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW, training,
+              momentum, eps, xc.channel_block());
         },
 #endif
 #if EPOCH_WITH_CUDA
     .cuda = [&] {
-      cuda::batch_norm_forward(xc.f32(), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
-                               r.y.f32(), r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW,
-                               training, momentum, eps);
+      plain([&](const float* xp, float* yp) {
+        cuda::batch_norm_forward(xp, gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(), yp,
+                                 r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW, training,
+                                 momentum, eps);
+      });
     },
 #endif
   });
@@ -99,30 +112,43 @@ BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tens
   check_per_channel(op, "save_mean", fwd.save_mean, d.C);
   check_per_channel(op, "save_invstd", fwd.save_invstd, d.C);
   const Device dev = common_device(op, dy, x, gamma, fwd.save_mean, fwd.save_invstd);
-  const Tensor dyc = dy.contiguous(), xc = x.contiguous(), gc = gamma.contiguous();
+  const Tensor gc = gamma.contiguous();
   const Tensor mc = fwd.save_mean.contiguous(), ic = fwd.save_invstd.contiguous();
   BatchNormGrads g;
-  g.dx = Tensor::empty(x.shape(), DType::f32, dev);
   g.dgamma = Tensor::empty({d.C}, DType::f32, dev);
   g.dbeta = Tensor::empty({d.C}, DType::f32, dev);
+  // The reference and CUDA kernels take and give row-major tensors.
+  const auto plain = [&](auto&& kernel) {
+    const Tensor dyc = dy.contiguous(), xc = x.contiguous();
+    g.dx = Tensor::empty(x.shape(), DType::f32, dev);
+    kernel(dyc.f32(), xc.f32(), g.dx.f32());
+  };
   dispatch(op, dev, {
     .cpu =
         [&] {
-          cpu::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(), g.dx.f32(),
-                                   g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
+          plain([&](const float* dyp, const float* xp, float* dxp) {
+            cpu::batch_norm_backward(dyp, xp, gc.f32(), mc.f32(), ic.f32(), dxp, g.dgamma.f32(),
+                                     g.dbeta.f32(), d.N, d.C, d.HW, training);
+          });
         },
 #if EPOCH_WITH_ONEDNN
     .fast =
-        [&] {
-          cpu::onednn::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(),
-                                           g.dx.f32(), g.dgamma.f32(), g.dbeta.f32(), d.N, d.C,
-                                           d.HW, training);
+        [&] {  // in x's layout (dy brought to it), dx too
+          const Tensor xc = x.is_blocked() ? x : x.contiguous();
+          const std::int64_t block = xc.channel_block();
+          const Tensor dyc = block != 0 ? relayout(dy, block) : dy.contiguous();
+          g.dx = empty_like(xc);
+          cpu::onednn::batch_norm_backward(activation_f32(dyc), activation_f32(xc), gc.f32(),
+                                           mc.f32(), ic.f32(), activation_f32(g.dx), g.dgamma.f32(),
+                                           g.dbeta.f32(), d.N, d.C, d.HW, training, block);
         },
 #endif
 #if EPOCH_WITH_CUDA
     .cuda = [&] {
-      cuda::batch_norm_backward(dyc.f32(), xc.f32(), gc.f32(), mc.f32(), ic.f32(), g.dx.f32(),
-                                g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training);
+      plain([&](const float* dyp, const float* xp, float* dxp) {
+        cuda::batch_norm_backward(dyp, xp, gc.f32(), mc.f32(), ic.f32(), dxp, g.dgamma.f32(),
+                                  g.dbeta.f32(), d.N, d.C, d.HW, training);
+      });
     },
 #endif
   });

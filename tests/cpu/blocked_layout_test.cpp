@@ -3,22 +3,26 @@
 // the same window choices), and a chain that keeps the layout between its layers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "epoch/autograd/functions.h"
 #include "epoch/nn/layers.h"
 #include "epoch/nn/module.h"
+#include "epoch/nn/residual.h"
 #include "epoch/ops/activation.h"
 #include "epoch/ops/backend.h"
 #include "epoch/ops/conv2d.h"
 #include "epoch/ops/dropout.h"
 #include "epoch/ops/elementwise.h"
 #include "epoch/ops/layout.h"
+#include "epoch/ops/norm.h"
 #include "epoch/ops/pool.h"
 #include "testing/testing.h"
 
@@ -174,6 +178,116 @@ TEST(BlockedOps, OverlappingMaxPoolOfABlockedInputRunsRowMajor) {
 }
 
 #if EPOCH_WITH_ONEDNN
+// Equal to rounding: for tests where the blocked and row-major runs may take different
+// primitives (a 1x1 convolution runs as a plain GEMM on row-major activations).
+void expect_close(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  const std::vector<float> va = a.to_vector(), vb = b.to_vector();
+  float scale = 0.0f;
+  for (float v : vb) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < va.size(); ++i)
+    ASSERT_NEAR(va[i], vb[i], 1e-5f * scale + 1e-6f) << what << " differs at " << i;
+}
+
+TEST(BlockedOps, BatchNormTakesAndGivesBlockedActivations) {
+  const Tensor x = testing::random_tensor({4, 32, 5, 5}, 21);
+  const Tensor gamma = testing::random_tensor({32}, 22, 0.5f, 1.5f);
+  const Tensor beta = testing::random_tensor({32}, 23);
+  const Tensor dy = testing::random_tensor({4, 32, 5, 5}, 24);
+  const auto stats = [] {
+    return std::pair{testing::random_tensor({32}, 25, -0.1f, 0.1f),
+                     testing::random_tensor({32}, 26, 0.5f, 1.5f)};
+  };
+  for (const bool training : {true, false}) {
+    auto [rm, rv] = stats();
+    const ops::BatchNormResult r =
+        ops::batch_norm_forward(x, gamma, beta, rm, rv, training, 0.1f, 1e-5f);
+    const ops::BatchNormGrads g = ops::batch_norm_backward(dy, x, gamma, r, training);
+    for (const std::int64_t block : {8, 16}) {
+      const std::string at =
+          (training ? "training, block " : "eval, block ") + std::to_string(block) + ": ";
+      auto [rmb, rvb] = stats();
+      const Tensor xb = x.to_channel_block(block);
+      const ops::BatchNormResult rb =
+          ops::batch_norm_forward(xb, gamma, beta, rmb, rvb, training, 0.1f, 1e-5f);
+      EXPECT_EQ(rb.y.channel_block(), block) << at << "y comes in x's layout";
+      expect_close(rb.y, r.y, at + "y");
+      expect_close(rmb, rm, at + "running mean");
+      expect_close(rvb, rv, at + "running variance");
+      for (const Tensor& dyl : {dy.to_channel_block(block), dy}) {
+        const ops::BatchNormGrads gb = ops::batch_norm_backward(dyl, xb, gamma, rb, training);
+        EXPECT_EQ(gb.dx.channel_block(), block) << at << "dx comes in x's layout";
+        expect_close(gb.dx, g.dx, at + "dx");
+        expect_close(gb.dgamma, g.dgamma, at + "dgamma");
+        expect_close(gb.dbeta, g.dbeta, at + "dbeta");
+      }
+    }
+  }
+}
+
+// A ResNet bottleneck block in training, as one chain (activations blocked through both paths,
+// batch norms, the sum and the ReLU) and link by link on row-major activations: the same output
+// and gradients to rounding, with no activation reordered inside the block.
+TEST(BlockedChain, TrainsAResidualBlockBlocked) {
+  ops::Conv2dParams same, down;
+  same.pad_h = same.pad_w = 1;
+  down.stride_h = down.stride_w = 2;
+  ops::Conv2dParams strided = same;
+  strided.stride_h = strided.stride_w = 2;
+  auto block = std::make_shared<nn::Residual>();
+  block->add("conv1", std::make_shared<nn::Conv2d>(32, 16, 1, 1, ops::Conv2dParams{}, false))
+      .add("bn1", std::make_shared<nn::BatchNorm>(16))
+      .add("relu1", std::make_shared<nn::Act>(nn::Activation::relu))
+      .add("conv2", std::make_shared<nn::Conv2d>(16, 16, 3, 3, strided, false))
+      .add("bn2", std::make_shared<nn::BatchNorm>(16))
+      .add("relu2", std::make_shared<nn::Act>(nn::Activation::relu))
+      .add("conv3", std::make_shared<nn::Conv2d>(16, 64, 1, 1, ops::Conv2dParams{}, false))
+      .add("bn3", std::make_shared<nn::BatchNorm>(64));
+  auto shortcut = std::make_shared<nn::Sequential>();
+  shortcut->add("0", std::make_shared<nn::Conv2d>(32, 64, 1, 1, down, false))
+      .add("1", std::make_shared<nn::BatchNorm>(64));
+  block->add("downsample", shortcut);
+  auto net = std::make_shared<nn::Sequential>();
+  // (no bias on the stem: the batch norms behind it make its gradient zero up to rounding)
+  net->add("stem", std::make_shared<nn::Conv2d>(3, 32, 3, 3, same, false)).add("block", block);
+  nn::initialize(*net, 7);
+  const Tensor x = testing::random_tensor({4, 3, 10, 10}, 13);
+  const Tensor weights = testing::random_tensor({4, 64, 5, 5}, 14);
+  const auto run = [&](bool as_chain, int* reorders) {
+    for (auto& [name, t] : net->parameters()) t.zero_grad();
+    ops::KernelTrace trace;
+    Tensor h;
+    if (as_chain) {
+      h = net->forward(x);
+    } else {
+      const Tensor s = net->children()[0].second->forward(x);
+      Tensor m = s;
+      for (const auto& [name, link] : block->children())
+        if (name != "downsample") m = link->forward(m);
+      Tensor d = s;
+      for (const auto& [name, link] : shortcut->children()) d = link->forward(d);
+      h = relu(add(m, d));
+    }
+    EXPECT_EQ(h.channel_block(), 0);
+    sum(mul(h, weights)).backward();
+    if (reorders != nullptr) {
+      *reorders = 0;
+      for (const ops::KernelRecord& r : trace.records())
+        *reorders += r.op == "to_channel_block" ? 1 : 0;
+    }
+    std::vector<Tensor> out{h.detach()};
+    for (auto& [name, t] : net->parameters()) out.push_back(t.grad().clone());
+    return out;
+  };
+  int reorders = 0;
+  const std::vector<Tensor> a = run(true, &reorders), b = run(false, nullptr);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    expect_close(a[i], b[i], "output/grad " + std::to_string(i));
+  // The block's output to row-major and its gradient back are the only conversions.
+  EXPECT_LE(reorders, 2);
+}
+
 TEST(BlockedOps, ConvolutionTakesAndGivesBlockedActivations) {
   const Tensor x = testing::random_tensor({2, 16, 9, 9}, 8);
   const Tensor w = testing::random_tensor({32, 16, 3, 3}, 9, -0.2f, 0.2f);

@@ -138,7 +138,8 @@ TEST(FoldBatchNorm, ResidualBlocksInferBlockedAsTheyTrain) {
   EXPECT_EQ(batch_norm_calls(trace), 0);
   // (the folded weights are reordered at each call, but no activation is)
   EXPECT_LE(reorders(trace), 7) << "one per convolution, and the output to row-major";
-  EXPECT_GT(reorders(unfolded_trace), 12);
+  // With gradients on, the batch norms run as they are (blocked too): as few reorders.
+  EXPECT_LE(reorders(unfolded_trace), 7);
   expect_close(folded, unfolded);
 }
 

@@ -142,6 +142,8 @@ class BatchNorm : public Module {
  public:
   explicit BatchNorm(std::int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
   Tensor forward(const Tensor& x) override;
+  /// Activations kept channel-blocked stay so on the fast path (y and dx in x's layout).
+  bool takes_blocked() const override { return true; }
   /// Evaluating: scale = gamma / sqrt(running_var + eps), shift = beta - running_mean * scale.
   bool eval_affine(Tensor& scale, Tensor& shift) const override;
   std::string describe() const override;

@@ -17,8 +17,9 @@ class Residual : public Module {
   /// Appends a link of the main path, or sets the shortcut when `name` is "downsample".
   Residual& add(const std::string& name, std::shared_ptr<Module> module);
   Tensor forward(const Tensor& x) override;
-  /// Inference (no gradients) keeps the activations blocked through the block: both paths,
-  /// the sum and the ReLU, as stored. Training takes the row-major path of forward.
+  /// Keeps the activations blocked through the block, in training and inference: both paths,
+  /// the sum and the ReLU, as stored (their gradients too, where both sides are blocked alike;
+  /// a gradient of another layout is summed row-major).
   bool takes_blocked() const override { return true; }
   Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   Shape output_shape(const Shape& input) const override;
