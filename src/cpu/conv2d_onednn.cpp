@@ -52,15 +52,17 @@ memory::desc md_for(const memory::dims& dims, bool any) {
   return any ? any_md(dims) : plain_md(dims);
 }
 
-// The forward primitive; `epilogue` adds the ReLU post-op and picks forward_inference, which
-// only the call that runs it needs (backward primitives take the plain training forward as hint).
+// The forward primitive; `epilogue` adds the sum and ReLU post-ops and picks forward_inference,
+// which only the call that runs it needs (backward primitives take the plain training forward as
+// hint).
 Fwd::primitive_desc forward_pd(const ConvGeometry& g, bool has_bias, bool any,
                                ConvEpilogue epilogue = {}) {
   const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
   dnnl::primitive_attr attr;
-  if (epilogue.relu) {
+  if (epilogue.relu || epilogue.add) {
     dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (epilogue.add) ops.append_sum(1.0f);  // y = conv + b + y, before the ReLU
+    if (epilogue.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
   }
   Fwd::desc desc(
@@ -74,6 +76,7 @@ struct ForwardBundle {
   Fwd prim;
   std::string impl;
   Relayout x_in, w_in, y_out;
+  Relayout y_in;  // with ConvEpilogue::add: the caller's y into the primitive's layout
   memory::desc b_md;
 };
 
@@ -86,6 +89,7 @@ ForwardBundle make_forward(const ConvGeometry& g, bool has_bias, bool any, ConvB
   f.x_in = Relayout(nchw_md(g.src, blocks.x), pd.src_desc());
   f.w_in = Relayout(plain_md(g.wei), pd.weights_desc());
   f.y_out = Relayout(pd.dst_desc(), nchw_md(g.dst, blocks.y));
+  if (epilogue.add) f.y_in = Relayout(nchw_md(g.dst, blocks.y), pd.dst_desc());
   if (has_bias) f.b_md = pd.bias_desc();
   return f;
 }
@@ -202,13 +206,14 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
     const bool any = use_blocked(d, layout, blocks.x);
     const bool has_bias = b != nullptr;
     Key key = conv_key("conv2d_fwd", d, any, has_bias, false, blocks, algo);
-    key.add({epilogue.relu, epilogue.inference});
+    key.add({epilogue.relu, epilogue.inference, epilogue.add});
     auto f = cached<ForwardBundle>(
         key, [&] { return make_forward(geometry(d, algo), has_bias, any, blocks, epilogue); });
     CallScratch scratch;
     memory xm = input(f->x_in, x, scratch);
     memory wm = input(f->w_in, w, scratch);
-    memory ym = output(f->y_out, y, scratch);
+    // (the sum post-op reads y: y itself, or its copy in the primitive's layout)
+    memory ym = epilogue.add ? input(f->y_in, y, scratch) : output(f->y_out, y, scratch);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
     if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(f->b_md, b));

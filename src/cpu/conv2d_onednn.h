@@ -22,10 +22,12 @@ struct ConvBlocks {
 };
 
 /// What the forward does after the convolution: y = max(0, conv + b) as a post-op of the same
-/// primitive (relu), and whether it runs as forward_inference (no backward will follow).
+/// primitive (relu), with y's values added first (add: a residual sum), and whether it runs as
+/// forward_inference (no backward will follow).
 struct ConvEpilogue {
   bool relu = false;
   bool inference = false;
+  bool add = false;  // y = conv + b + y (y read first, a sum post-op), before the ReLU
 };
 
 /// Which algorithms a call may run: `direct` convolution only, or `automatic`: Winograd too

@@ -2,6 +2,7 @@
 #include "cpu/elementwise_cpu.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace epoch::cpu {
@@ -51,20 +52,28 @@ void strided(const float* a, const std::int64_t* as, const float* b, const std::
 
 void binary_same_shape(BinaryOp op, const float* a, const float* b, float* y, std::int64_t n) {
   switch (op) {
-    case BinaryOp::add: return same_shape<BinaryOp::add>(a, b, y, n);
-    case BinaryOp::sub: return same_shape<BinaryOp::sub>(a, b, y, n);
-    case BinaryOp::mul: return same_shape<BinaryOp::mul>(a, b, y, n);
-    case BinaryOp::div: return same_shape<BinaryOp::div>(a, b, y, n);
+    case BinaryOp::add:
+      return same_shape<BinaryOp::add>(a, b, y, n);
+    case BinaryOp::sub:
+      return same_shape<BinaryOp::sub>(a, b, y, n);
+    case BinaryOp::mul:
+      return same_shape<BinaryOp::mul>(a, b, y, n);
+    case BinaryOp::div:
+      return same_shape<BinaryOp::div>(a, b, y, n);
   }
 }
 
 void binary_forward(BinaryOp op, const float* a, const std::int64_t* as, const float* b,
                     const std::int64_t* bs, float* y, const std::int64_t* shape, int ndim) {
   switch (op) {
-    case BinaryOp::add: return strided<BinaryOp::add>(a, as, b, bs, y, shape, ndim);
-    case BinaryOp::sub: return strided<BinaryOp::sub>(a, as, b, bs, y, shape, ndim);
-    case BinaryOp::mul: return strided<BinaryOp::mul>(a, as, b, bs, y, shape, ndim);
-    case BinaryOp::div: return strided<BinaryOp::div>(a, as, b, bs, y, shape, ndim);
+    case BinaryOp::add:
+      return strided<BinaryOp::add>(a, as, b, bs, y, shape, ndim);
+    case BinaryOp::sub:
+      return strided<BinaryOp::sub>(a, as, b, bs, y, shape, ndim);
+    case BinaryOp::mul:
+      return strided<BinaryOp::mul>(a, as, b, bs, y, shape, ndim);
+    case BinaryOp::div:
+      return strided<BinaryOp::div>(a, as, b, bs, y, shape, ndim);
   }
 }
 
@@ -79,6 +88,16 @@ void axpy(float* y, const float* x, std::int64_t n, float alpha) {
 }
 
 void fill(float* y, std::int64_t n, float value) { std::fill_n(y, n, value); }
+
+void copy(const float* x, float* y, std::int64_t n) {
+  constexpr std::int64_t kChunk = 1 << 16;  // floats per memcpy
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t begin = c * kChunk, len = std::min(kChunk, n - begin);
+    std::memcpy(y + begin, x + begin, static_cast<std::size_t>(len) * sizeof(float));
+  }
+}
 
 double sum(const float* x, std::int64_t n) {
   constexpr std::int64_t kBlock = 4096;
@@ -114,7 +133,8 @@ void sum_to(const float* x, const std::int64_t* shape, int ndim, const std::int6
       index[static_cast<std::size_t>(d)] = 0;
     }
   }
-  for (std::int64_t i = 0; i < out_numel; ++i) out[i] = static_cast<float>(acc[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < out_numel; ++i)
+    out[i] = static_cast<float>(acc[static_cast<std::size_t>(i)]);
 }
 
 }  // namespace epoch::cpu

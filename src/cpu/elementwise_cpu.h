@@ -19,6 +19,7 @@ void binary_same_shape(kernels::BinaryOp op, const float* a, const float* b, flo
 void affine(const float* x, float* y, std::int64_t n, float s, float t);  // y = x*s + t
 void axpy(float* y, const float* x, std::int64_t n, float alpha);         // y += alpha*x
 void fill(float* y, std::int64_t n, float value);
+void copy(const float* x, float* y, std::int64_t n);  // y = x, in parallel when large
 
 /// Sum of n elements in a fixed order (blocks of 4096 in double), independent of threads.
 double sum(const float* x, std::int64_t n);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "epoch/autograd/autograd.h"
 #include "epoch/autograd/functions.h"
 #include "epoch/ops/elementwise.h"
 #include "epoch/tensor/random.h"
@@ -71,6 +72,15 @@ Tensor Conv2d::forward_in_chain(const Tensor& x, const ChainLink& link) {
   p.blocked_output = link.next_takes_blocked;
   p.relu = link.relu;
   const ReluGrad grad = link.relu_grad_by_next ? ReluGrad::by_next_max_pool : ReluGrad::in_layer;
+  if (link.add != nullptr) {  // a residual sum, inference only (forward_in_order)
+    EPOCH_CHECK(!autograd::grad_enabled(), "Conv2d: a fused residual sum has no gradient");
+    p.inference = true;
+    if (link.scale.defined()) {
+      const auto [w, b] = fold_affine(weight, bias, link.scale, link.shift);
+      return ops::conv2d_forward_add(x, w, b, p, *link.add, link.add_reusable);
+    }
+    return ops::conv2d_forward_add(x, weight, bias, p, *link.add, link.add_reusable);
+  }
   if (link.scale.defined()) {
     const auto [w, b] = fold_affine(weight, bias, link.scale, link.shift);
     return conv2d(x, w, b, p, grad);

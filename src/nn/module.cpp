@@ -118,7 +118,9 @@ Tensor forward_in_order(const Module& chain, const Tensor& x, bool keep_blocked)
   return forward_in_order(chain.children(), x, keep_blocked);
 }
 
-Tensor forward_in_order(const Links& links, const Tensor& x, bool keep_blocked) {
+Tensor forward_in_order(const Links& links, const Tensor& x, bool keep_blocked,
+                        const Tensor* add_then_relu, bool* added, bool add_reusable) {
+  if (added != nullptr) *added = false;
   Tensor h = x;
   bool relu_grad_pending = false;  // the link before fused a ReLU and left its gradient here
   for (std::size_t i = 0; i < links.size(); ++i) {
@@ -139,6 +141,13 @@ Tensor forward_in_order(const Links& links, const Tensor& x, bool keep_blocked) 
       // ... and its gradient in the pooling after it, which sees this output alone
       hints.relu_grad_by_next = relu_grad_pending =
           i + 1 < links.size() && links[i + 1].second->takes_relu_grad();
+    }
+    if (add_then_relu != nullptr && i + 1 == links.size() && link.fuses_add() &&
+        !autograd::grad_enabled()) {
+      hints.add = add_then_relu;
+      hints.add_reusable = add_reusable;
+      hints.relu = true;
+      if (added != nullptr) *added = true;
     }
     hints.next_takes_blocked =
         i + 1 < links.size() ? links[i + 1].second->takes_blocked() : keep_blocked;

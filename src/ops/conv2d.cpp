@@ -4,7 +4,10 @@
 
 #include "cpu/activation_cpu.h"
 #include "cpu/conv2d_cpu.h"
+#include "cpu/elementwise_cpu.h"
+#include "epoch/ops/activation.h"
 #include "epoch/ops/backend.h"
+#include "epoch/ops/elementwise.h"
 #include "kernels/args.h"
 #include "ops/dispatch.h"
 
@@ -141,6 +144,57 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
       });
     },
 #endif
+  });
+  return y;
+}
+
+Tensor conv2d_forward_add(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+                          const Tensor& residual, bool reuse_residual) {
+  const char* op = "conv2d_forward_add";
+  const kernels::Conv2dDims d = conv_dims(op, x, w, b, p);
+  check_f32(op, "residual", residual);
+  const Shape y_shape{d.N, d.OC, d.OH, d.OW};
+  EPOCH_CHECK(residual.shape() == y_shape, op, ": residual ", shape_str(residual.shape()),
+              " does not match the output shape ", shape_str(y_shape));
+  const Device dev = common_device(op, x, w, b, residual);
+  Tensor y;
+  const auto separate = [&] {
+    Conv2dParams q = p;
+    q.relu = false;
+    y = add(conv2d_forward(x, w, b, q), residual);
+    if (p.relu) y = relu_forward(y);
+  };
+  dispatch(op, dev, {
+    .cpu = separate,
+#if EPOCH_WITH_ONEDNN
+    .fast =
+        [&] {
+          if (own_winograd(d)) return separate();
+          const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
+          const Tensor bc = b.defined() ? b.contiguous() : Tensor();
+          const float* bp = bc.defined() ? bc.f32() : nullptr;
+          const std::int64_t xb = x.channel_block();
+          const std::int64_t yb =
+              p.blocked_output ? cpu::onednn::conv2d_forward_output_block(
+                                     d, bp != nullptr, xb, cpu::onednn::ConvLayout::automatic, algo)
+                               : 0;
+          if (residual.channel_block() != yb) return separate();
+          const Tensor xc = xb != 0 ? x : x.contiguous();
+          const Tensor wc = w.contiguous();
+          const Tensor rc = yb != 0 ? residual : residual.contiguous();
+          if (reuse_residual && rc.storage() == residual.storage()) {
+            y = rc;  // the sum lands in the residual's own storage
+          } else {
+            y = empty_like(rc);
+            cpu::copy(activation_f32(rc), activation_f32(y), rc.numel());
+          }
+          const bool inference = p.inference && xb == 0 && yb == 0;  // as conv2d_forward
+          cpu::onednn::conv2d_forward(d, activation_f32(xc), wc.f32(), bp, activation_f32(y),
+                                      cpu::onednn::ConvLayout::automatic, {xb, yb},
+                                      {.relu = p.relu, .inference = inference, .add = true}, algo);
+        },
+#endif
+    .cuda = separate,
   });
   return y;
 }

@@ -318,6 +318,50 @@ TEST(BlockedOps, ConvolutionTakesAndGivesBlockedActivations) {
   EXPECT_EQ(ops::conv2d_backward(dy, xb, w, true, p).dx.channel_block(), 0);
 }
 
+// A residual block's last convolution with its sum (and ReLU) as post-ops, against the
+// convolution, add and relu as separate ops (to rounding; bit for bit where it takes them): 1x1 and
+// 3x3 layers, the residual row-major or in the primitive's blocked layout (and in another layout,
+// which takes the separate ops), with and without the ReLU, on the fast and the reference kernels.
+TEST(BlockedOps, ConvolutionAddsAResidualInItsPrimitive) {
+  const Tensor x = testing::random_tensor({2, 16, 7, 7}, 31);
+  const Tensor b = testing::random_tensor({32}, 32);
+  const Tensor residual = testing::random_tensor({2, 32, 7, 7}, 33);
+  for (const std::int64_t k : {1, 3}) {
+    const Tensor w = testing::random_tensor({32, 16, k, k}, 34, -0.3f, 0.3f);
+    for (const bool relu : {false, true}) {
+      for (const bool blocked : {false, true}) {
+        const std::string at = std::to_string(k) + "x" + std::to_string(k) +
+                               (relu ? ", relu" : "") + (blocked ? ", blocked" : ", row-major");
+        ops::Conv2dParams p;
+        p.pad_h = p.pad_w = k / 2;
+        p.blocked_output = blocked;
+        p.inference = true;
+        Tensor expected = ops::add(ops::conv2d_forward(x, w, b, p), residual);
+        if (relu) expected = ops::relu_forward(expected);
+        p.relu = relu;
+        const std::int64_t block = blocked ? ops::conv2d_forward(x, w, b, p).channel_block() : 0;
+        const Tensor r = block != 0 ? residual.to_channel_block(block) : residual;
+        ops::KernelTrace trace;
+        const Tensor y = ops::conv2d_forward_add(x, w, b, p, r);
+        EXPECT_EQ(y.channel_block(), block) << at;
+        expect_close(y, expected, at);  // (the post-op may add in another order: rounding)
+        if (k == 1)  // (3x3 layers may run epoch's own Winograd, which takes separate ops)
+          for (const ops::KernelRecord& rec : trace.records())
+            EXPECT_TRUE(rec.op != "add" && rec.op != "relu_forward") << at << ": " << rec.op;
+        const Tensor other = residual.to_channel_block(block == 8 ? 16 : 8);
+        expect_same_bits(ops::conv2d_forward_add(x, w, b, p, other), expected,
+                         at + ", residual in another layout");
+        ops::CpuKernelsGuard reference(ops::CpuKernels::reference);
+        expect_close(ops::conv2d_forward_add(x, w, b, p, r), expected, at + ", reference");
+      }
+    }
+  }
+  EXPECT_THROW(
+      (void)ops::conv2d_forward_add(x, testing::random_tensor({32, 16, 1, 1}, 35), b,
+                                    ops::Conv2dParams{}, testing::random_tensor({2, 32, 7, 6}, 36)),
+      Error);
+}
+
 // conv -> relu -> pool -> conv -> relu -> flatten -> dense, as one chain and link by link
 // with row-major activations: the same output and gradients, bit for bit. In the chain each
 // ReLU runs inside its convolution, the pooling takes conv1's blocked output, and conv2 writes

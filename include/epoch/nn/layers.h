@@ -27,6 +27,7 @@ class Conv2d : public Module {
   bool takes_blocked() const override { return true; }
   bool fuses_relu() const override { return true; }
   bool absorbs_affine() const override { return true; }
+  bool fuses_add() const override { return true; }
   Tensor forward_in_chain(const Tensor& x, const ChainLink& link) override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;

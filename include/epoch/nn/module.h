@@ -56,7 +56,13 @@ class Module {
     /// Defined: the next link's per-channel affine map (an evaluation batch norm, without
     /// gradients) folded into this one's weights, before the fused ReLU (absorbs_affine).
     Tensor scale, shift;
+    /// Not null (without gradients): a tensor of the output's shape this link adds to its
+    /// output before the fused ReLU, a residual block's sum (fuses_add).
+    const Tensor* add = nullptr;
+    bool add_reusable = false;  // ... and no one else holds it: the sum may land in its storage
   };
+  /// True when forward_in_chain can take ChainLink::add: a convolution.
+  virtual bool fuses_add() const { return false; }
   /// forward(x) as one link of a chain. Default: forward(x) (a module that fuses_relu or
   /// takes_blocked overrides it).
   virtual Tensor forward_in_chain(const Tensor& x, const ChainLink& /*link*/) { return forward(x); }
@@ -127,9 +133,14 @@ class Module {
 Tensor forward_in_order(const Module& chain, const Tensor& x, bool keep_blocked = false);
 Shape output_shape_in_order(const Module& chain, const Shape& input);
 std::int64_t flops_in_order(const Module& chain, const Shape& input);
-/// The same over a list of links (part of a module's children: Residual's main path).
+/// The same over a list of links (part of a module's children: Residual's main path). Given
+/// add_then_relu (without gradients), the chain's output is max(0, output + *add_then_relu)
+/// when its last link (after a folded batch norm) fuses_add, and *added says whether it did;
+/// add_reusable: the caller gives *add_then_relu up (ChainLink::add_reusable).
 using Links = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
-Tensor forward_in_order(const Links& links, const Tensor& x, bool keep_blocked = false);
+Tensor forward_in_order(const Links& links, const Tensor& x, bool keep_blocked = false,
+                        const Tensor* add_then_relu = nullptr, bool* added = nullptr,
+                        bool add_reusable = false);
 Shape output_shape_in_order(const Links& links, const Shape& input);
 std::int64_t flops_in_order(const Links& links, const Shape& input);
 

@@ -33,6 +33,15 @@ std::int64_t conv_out_size(std::int64_t in, std::int64_t k, std::int64_t stride,
 /// Returns y (N, OC, OH, OW).
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
 
+/// y = conv(x, w) + b + residual, then max(0, y) when p.relu: the last convolution of a residual
+/// block and the block's sum in one op, for inference (no backward). residual (N, OC, OH, OW) in
+/// any layout. On the CPU fast path the sum (and the ReLU) are post-ops of the convolution, which
+/// starts from a copy of residual (no separate passes over y), when residual is in the layout
+/// the primitive writes; elsewhere conv2d_forward, then add (and relu): the same values to
+/// rounding. reuse_residual: the caller gives residual up, so y may be written in its storage.
+Tensor conv2d_forward_add(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+                          const Tensor& residual, bool reuse_residual = false);
+
 struct Conv2dGrads {
   Tensor dx;  // (N, C, H, W), undefined unless asked for
   Tensor dw;  // (OC, C/groups, KH, KW)
