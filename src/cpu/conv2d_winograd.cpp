@@ -41,19 +41,15 @@ constexpr i64 kMinTileBlock = 48;      // the fewest tiles a block takes (each U
 constexpr i64 kBand = 64;              // output channels per unit of a block's products
 constexpr i64 kSerialWork = 1 << 21;   // multiply-adds below which one thread does it all
 
-// G of F(4x4, 3x3) (points 0, 1, -1, 2, -2 and infinity): U = G g G^T.
-constexpr float kG[6][3] = {{1.0f / 4, 0, 0},
-                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                            {0, 0, 1}};
-constexpr double kGd[6][3] = {{1.0 / 4, 0, 0},
-                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                              {0, 0, 1}};
+// G of F(4x4, 3x3) (points 0, 1, -1, 2, -2 and infinity): U = G g G^T. In double for the
+// weight gradient's G^T dU G; the forward's float transforms take each entry rounded (kGf).
+constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
+                             {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                             {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                             {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                             {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                             {0, 0, 1}};
+inline __m256 kGf(int i, int j) { return _mm256_set1_ps(static_cast<float>(kG[i][j])); }
 
 // The output's 4x4 tiles, in (n, tile row, tile column) order, and the blocks they go through
 // in: as many tiles as keep a block's transformed inputs and products near kBlockFloats, at
@@ -354,19 +350,17 @@ void transform_weights(const float* w, i64 K, i64 C, float* U) {
       for (int i = 0; i < 6; ++i)
 #pragma GCC unroll 3
         for (int j = 0; j < 3; ++j)
-          gg[i][j] =
-              _mm256_fmadd_ps(_mm256_set1_ps(kG[i][0]), g[j],
-                              _mm256_fmadd_ps(_mm256_set1_ps(kG[i][1]), g[3 + j],
-                                              _mm256_mul_ps(_mm256_set1_ps(kG[i][2]), g[6 + j])));
+          gg[i][j] = _mm256_fmadd_ps(
+              kGf(i, 0), g[j],
+              _mm256_fmadd_ps(kGf(i, 1), g[3 + j], _mm256_mul_ps(kGf(i, 2), g[6 + j])));
 #pragma GCC unroll 6
       for (int i = 0; i < 6; ++i)
 #pragma GCC unroll 6
         for (int j = 0; j < 6; ++j)
-          _mm256_storeu_ps(
-              U + (i * 6 + j) * C * K + packed_at(c, k0, K, 16 * C),
-              _mm256_fmadd_ps(gg[i][0], _mm256_set1_ps(kG[j][0]),
-                              _mm256_fmadd_ps(gg[i][1], _mm256_set1_ps(kG[j][1]),
-                                              _mm256_mul_ps(gg[i][2], _mm256_set1_ps(kG[j][2])))));
+          _mm256_storeu_ps(U + (i * 6 + j) * C * K + packed_at(c, k0, K, 16 * C),
+                           _mm256_fmadd_ps(gg[i][0], kGf(j, 0),
+                                           _mm256_fmadd_ps(gg[i][1], kGf(j, 1),
+                                                           _mm256_mul_ps(gg[i][2], kGf(j, 2)))));
     }
   }
 }
@@ -387,9 +381,9 @@ void weights_gradient(const float* dU, i64 K, i64 C, float* dw) {
           u[i] = _mm256_cvtps_pd(_mm_loadu_ps(dU + ((i * 6 + j) * C + c) * K + k0));
 #pragma GCC unroll 3
         for (int a = 0; a < 3; ++a) {
-          __m256d s = _mm256_mul_pd(_mm256_set1_pd(kGd[0][a]), u[0]);
+          __m256d s = _mm256_mul_pd(_mm256_set1_pd(kG[0][a]), u[0]);
 #pragma GCC unroll 5
-          for (int i = 1; i < 6; ++i) s = _mm256_fmadd_pd(_mm256_set1_pd(kGd[i][a]), u[i], s);
+          for (int i = 1; i < 6; ++i) s = _mm256_fmadd_pd(_mm256_set1_pd(kG[i][a]), u[i], s);
           gu[a][j] = s;
         }
       }
@@ -398,9 +392,9 @@ void weights_gradient(const float* dU, i64 K, i64 C, float* dw) {
       for (int a = 0; a < 3; ++a)
 #pragma GCC unroll 3
         for (int b = 0; b < 3; ++b) {
-          __m256d s = _mm256_mul_pd(gu[a][0], _mm256_set1_pd(kGd[0][b]));
+          __m256d s = _mm256_mul_pd(gu[a][0], _mm256_set1_pd(kG[0][b]));
 #pragma GCC unroll 5
-          for (int j = 1; j < 6; ++j) s = _mm256_fmadd_pd(gu[a][j], _mm256_set1_pd(kGd[j][b]), s);
+          for (int j = 1; j < 6; ++j) s = _mm256_fmadd_pd(gu[a][j], _mm256_set1_pd(kG[j][b]), s);
           _mm_store_ps(taps[a * 3 + b], _mm256_cvtpd_ps(s));
         }
       for (i64 l = 0; l < 4; ++l)
