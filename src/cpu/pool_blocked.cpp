@@ -1,10 +1,11 @@
-// Tiled max pooling on channel-blocked activations (see pool_blocked.h).
+// Max pooling on channel-blocked activations (see pool_blocked.h).
 #include "cpu/pool_blocked.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "cpu/cpu_features.h"
 #include "epoch/tensor/error.h"
@@ -180,13 +181,185 @@ void backward(const Pool2dDims& d, const float* dy, const float* y_mask, const s
     std::fill(dx + p * in_plane + d.OH * d.KH * d.W * B, dx + (p + 1) * in_plane, 0.0f);
 }
 
+
+// ---- any window (overlapping, padded: ResNet's 3x3/2 stem, cifar10-tf's and AlexNet's pools) --
+
+// The real inputs of output (oh, ow)'s window: rows h0 + kh for kh in [kh0, kh1), columns
+// w0 + kw for kw in [kw0, kw1); positions outside them are padding, never a maximum.
+struct Span {
+  std::int64_t h0, w0, kh0, kh1, kw0, kw1;
+};
+inline Span span_of(const Pool2dDims& d, std::int64_t oh, std::int64_t ow) {
+  Span s;
+  s.h0 = oh * d.stride_h - d.pad_top;
+  s.w0 = ow * d.stride_w - d.pad_left;
+  s.kh0 = std::max<std::int64_t>(0, -s.h0);
+  s.kh1 = std::min(d.KH, d.H - s.h0);
+  s.kw0 = std::max<std::int64_t>(0, -s.w0);
+  s.kw1 = std::min(d.KW, d.W - s.w0);
+  return s;
+}
+
+// One output row of one channel block, lane by lane, exactly as the reference kernel: the best
+// starts at -inf with the window's first real position, a greater value or the first NaN wins.
+template <int B>
+void any_forward_row(const Pool2dDims& d, const float* plane, std::int64_t oh, float* y,
+                     std::uint8_t* ws) {
+  for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+    const Span s = span_of(d, oh, ow);
+    float m[B];
+    int at[B];
+    for (int c = 0; c < B; ++c) {
+      m[c] = -std::numeric_limits<float>::infinity();
+      at[c] = static_cast<int>(s.kh0 * d.KW + s.kw0);
+    }
+    for (std::int64_t kh = s.kh0; kh < s.kh1; ++kh)
+      for (std::int64_t kw = s.kw0; kw < s.kw1; ++kw) {
+        const float* v = plane + ((s.h0 + kh) * d.W + s.w0 + kw) * B;
+        const int pos = static_cast<int>(kh * d.KW + kw);
+        for (int c = 0; c < B; ++c) {
+          const bool win = v[c] > m[c] || (v[c] != v[c] && m[c] == m[c]);
+          m[c] = win ? v[c] : m[c];
+          at[c] = win ? pos : at[c];
+        }
+      }
+    for (int c = 0; c < B; ++c) {
+      y[ow * B + c] = m[c];
+      ws[ow * B + c] = static_cast<std::uint8_t>(at[c]);
+    }
+  }
+}
+
+// dx += the window's dy at its recorded maximum (masked by y > 0 with y_mask), lane by lane.
+template <int B>
+void any_backward_row(const Pool2dDims& d, const float* dy, const float* y_mask,
+                      const std::uint8_t* ws, std::int64_t oh, float* dx_plane) {
+  for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+    const Span s = span_of(d, oh, ow);
+    for (int c = 0; c < B; ++c) {
+      const std::int64_t o = ow * B + c;
+      if (y_mask != nullptr && !(y_mask[o] > 0.0f)) continue;
+      const std::int64_t at = ws[o];
+      dx_plane[((s.h0 + at / d.KW) * d.W + s.w0 + at % d.KW) * B + c] += dy[o];
+    }
+  }
+}
+
+// The same, eight lanes per AVX2 vector (compiled for AVX2 whatever the build's target, and
+// called only where the CPU has it). The comparisons are NaN-aware, so no row is redone; the
+// backward adds the masked dy (+0.0 where a lane's maximum is elsewhere, which leaves every sum
+// as it was: dx never holds -0.0) to each real position of the window in turn, the reference's
+// order for each position.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+template <int B>
+void any_forward_row_avx2(const Pool2dDims& d, const float* plane, std::int64_t oh, float* y,
+                          std::uint8_t* ws) {
+  const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+    const Span s = span_of(d, oh, ow);
+    for (int h = 0; h < B; h += 8) {
+      __m256 m = minus_inf;
+      __m256i at = _mm256_set1_epi32(static_cast<int>(s.kh0 * d.KW + s.kw0));
+      for (std::int64_t kh = s.kh0; kh < s.kh1; ++kh) {
+        const float* row = plane + (s.h0 + kh) * d.W * B + h;
+        for (std::int64_t kw = s.kw0; kw < s.kw1; ++kw) {
+          const __m256 v = _mm256_loadu_ps(row + (s.w0 + kw) * B);
+          const __m256 nan_wins =
+              _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(m, m, _CMP_ORD_Q));
+          const __m256 wins = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), nan_wins);
+          m = _mm256_blendv_ps(m, v, wins);
+          at = _mm256_blendv_epi8(at, _mm256_set1_epi32(static_cast<int>(kh * d.KW + kw)),
+                                  _mm256_castps_si256(wins));
+        }
+      }
+      _mm256_storeu_ps(y + ow * B + h, m);
+      const __m128i words =
+          _mm_packus_epi32(_mm256_castsi256_si128(at), _mm256_extracti128_si256(at, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(ws + ow * B + h), _mm_packus_epi16(words, words));
+    }
+  }
+}
+
+template <int B>
+void any_backward_row_avx2(const Pool2dDims& d, const float* dy, const float* y_mask,
+                           const std::uint8_t* ws, std::int64_t oh, float* dx_plane) {
+  const __m256 zero = _mm256_setzero_ps();
+  for (std::int64_t ow = 0; ow < d.OW; ++ow) {
+    const Span s = span_of(d, oh, ow);
+    for (int h = 0; h < B; h += 8) {
+      const std::int64_t o = ow * B + h;
+      __m256 g = _mm256_loadu_ps(dy + o);
+      if (y_mask != nullptr)
+        g = _mm256_and_ps(g, _mm256_cmp_ps(_mm256_loadu_ps(y_mask + o), zero, _CMP_GT_OQ));
+      const __m256i at =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ws + o)));
+      for (std::int64_t kh = s.kh0; kh < s.kh1; ++kh) {
+        float* row = dx_plane + (s.h0 + kh) * d.W * B + h;
+        for (std::int64_t kw = s.kw0; kw < s.kw1; ++kw) {
+          const __m256i here =
+              _mm256_cmpeq_epi32(at, _mm256_set1_epi32(static_cast<int>(kh * d.KW + kw)));
+          float* q = row + (s.w0 + kw) * B;
+          _mm256_storeu_ps(q, _mm256_add_ps(_mm256_loadu_ps(q),
+                                            _mm256_and_ps(g, _mm256_castsi256_ps(here))));
+        }
+      }
+    }
+  }
+}
+#pragma GCC pop_options
+
+template <int B>
+void any_forward(const Pool2dDims& d, const float* x, float* y, std::uint8_t* ws) {
+  const std::int64_t blocks = d.planes / B;
+  const std::int64_t in_plane = d.H * d.W * B, out_plane = d.OH * d.OW * B;
+  const bool avx2 = cpu_has_avx2_fma();
+#pragma omp parallel for collapse(2) schedule(static) if (d.planes * d.H * d.W > kSerialWork)
+  for (std::int64_t p = 0; p < blocks; ++p)
+    for (std::int64_t oh = 0; oh < d.OH; ++oh) {
+      const std::int64_t o = p * out_plane + oh * d.OW * B;
+      if (avx2)
+        any_forward_row_avx2<B>(d, x + p * in_plane, oh, y + o, ws + o);
+      else
+        any_forward_row<B>(d, x + p * in_plane, oh, y + o, ws + o);
+    }
+}
+
+// Windows overlap, so each channel block's plane is one thread's: its sums run in output order
+// (oh, ow), the reference's, whatever the thread count.
+template <int B>
+void any_backward(const Pool2dDims& d, const float* dy, const float* y_mask,
+                  const std::uint8_t* ws, float* dx) {
+  const std::int64_t blocks = d.planes / B;
+  const std::int64_t in_plane = d.H * d.W * B, out_plane = d.OH * d.OW * B;
+  const bool avx2 = cpu_has_avx2_fma();
+#pragma omp parallel for schedule(static) if (d.planes * d.H * d.W > kSerialWork)
+  for (std::int64_t p = 0; p < blocks; ++p) {
+    float* plane = dx + p * in_plane;
+    std::fill(plane, plane + in_plane, 0.0f);
+    for (std::int64_t oh = 0; oh < d.OH; ++oh) {
+      const std::int64_t o = p * out_plane + oh * d.OW * B;
+      const float* mask = y_mask != nullptr ? y_mask + o : nullptr;
+      if (avx2)
+        any_backward_row_avx2<B>(d, dy + o, mask, ws + o, oh, plane);
+      else
+        any_backward_row<B>(d, dy + o, mask, ws + o, oh, plane);
+    }
+  }
+}
+
 void check(const Pool2dDims& d, std::int64_t block) {
-  EPOCH_CHECK(max_pool2d_windows_tile(d) && (block == 8 || block == 16) && d.planes % block == 0,
+  EPOCH_CHECK(max_pool2d_blocked_supported(d) && (block == 8 || block == 16) &&
+                  d.planes % block == 0,
               "max_pool2d (blocked): windows ", d.KH, "x", d.KW, " stride ", d.stride_h, "x",
               d.stride_w, " or channel block ", block, " not supported");
 }
 
 }  // namespace
+
+bool max_pool2d_blocked_supported(const Pool2dDims& d) {
+  return d.KH * d.KW <= 256 && d.pad_top < d.KH && d.pad_left < d.KW;
+}
 
 bool max_pool2d_windows_tile(const Pool2dDims& d) {
   return d.KH == d.stride_h && d.KW == d.stride_w && d.pad_top == 0 && d.pad_left == 0 &&
@@ -196,7 +369,9 @@ bool max_pool2d_windows_tile(const Pool2dDims& d) {
 void max_pool2d_blocked_forward(const Pool2dDims& d, std::int64_t block, const float* x, float* y,
                                 std::uint8_t* ws) {
   check(d, block);
-  if (block == 8)
+  if (!max_pool2d_windows_tile(d))
+    block == 8 ? any_forward<8>(d, x, y, ws) : any_forward<16>(d, x, y, ws);
+  else if (block == 8)
     forward<8>(d, x, y, ws);
   else
     forward<16>(d, x, y, ws);
@@ -205,7 +380,9 @@ void max_pool2d_blocked_forward(const Pool2dDims& d, std::int64_t block, const f
 void max_pool2d_blocked_backward(const Pool2dDims& d, std::int64_t block, const float* dy,
                                  const float* y_mask, const std::uint8_t* ws, float* dx) {
   check(d, block);
-  if (block == 8)
+  if (!max_pool2d_windows_tile(d))
+    block == 8 ? any_backward<8>(d, dy, y_mask, ws, dx) : any_backward<16>(d, dy, y_mask, ws, dx);
+  else if (block == 8)
     backward<8>(d, dy, y_mask, ws, dx);
   else
     backward<16>(d, dy, y_mask, ws, dx);

@@ -75,9 +75,9 @@ MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
   const kernels::Pool2dDims d = pool_dims("max_pool2d_forward", x.shape(), p);
   const Device dev = x.device();
   MaxPoolResult r;
-  // A channel-blocked x stays blocked where the windows tile it (the blocked kernel); any
-  // other x is pooled row-major.
-  const bool blocked = x.is_blocked() && cpu::max_pool2d_windows_tile(d);
+  // A channel-blocked x stays blocked (the blocked kernels take any window whose positions fit
+  // a byte); a row-major x is pooled row-major.
+  const bool blocked = x.is_blocked() && cpu::max_pool2d_blocked_supported(d);
   const Tensor xc = blocked ? x : to_channel_block(x, 0);
   r.y = Tensor::empty(out_shape(x.shape(), d), DType::f32, dev);
   const auto pool_blocked = [&] {  // exact, as every max pooling: the same on either path
@@ -142,8 +142,8 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& x, const MaxPoolResul
   dispatch("max_pool2d_backward", dev, {
     // On the CPU the forward's indices decide the kernel, whichever CPU kernels are selected
     // now: i32 argmax positions go to the reference kernel, a fast-path workspace to the fast
-    // path (oneDNN or epoch's NCHW kernel, as the forward chose), the blocked tiled kernel's
-    // workspace to that kernel.
+    // path (oneDNN or epoch's NCHW kernel, as the forward chose), the blocked kernels'
+    // workspace to them.
     .cpu =
         [&] {
           if (fwd.channel_block != 0) {

@@ -167,14 +167,60 @@ TEST(BlockedOps, MaxPoolBackwardThroughReluEqualsReluBackwardAfterIt) {
   }
 }
 
-TEST(BlockedOps, OverlappingMaxPoolOfABlockedInputRunsRowMajor) {
-  const Tensor x = testing::random_tensor({2, 16, 7, 7}, 7);
-  ops::Pool2dParams pp;
-  pp.kernel_h = pp.kernel_w = 3;
-  pp.stride_h = pp.stride_w = 2;
-  const ops::MaxPoolResult rb = ops::max_pool2d_forward(x.to_channel_block(8), pp);
-  EXPECT_EQ(rb.y.channel_block(), 0);
-  expect_same_bits(rb.y, ops::max_pool2d_forward(x, pp).y, "3x3/2 pooling");
+// Overlapping and padded windows (ResNet's 3x3/2 pad 1 stem, cifar10-tf's 3x3/2 "same" pooling
+// with padding only at the end, AlexNet's 3x3/2) stay blocked and give the reference's bits:
+// the first maximum of a tie, NaN, infinities, a window of -inf (its first real position),
+// and the overlapping gradients summed as the reference sums them; through a ReLU too.
+TEST(BlockedOps, OverlappingMaxPoolStaysBlockedWithTheReferenceBits) {
+  Tensor x = testing::random_tensor({2, 16, 9, 8}, 7);
+  float* p = x.f32();
+  p[0] = p[1] = p[8] = p[9] = 0.5f;  // a tie across overlapping windows
+  p[40] = std::numeric_limits<float>::quiet_NaN();
+  p[100] = std::numeric_limits<float>::infinity();
+  for (int i : {192, 193, 194, 200, 201, 202, 208, 209, 210})  // plane 2, rows 6-8, columns 0-2
+    p[i] = -std::numeric_limits<float>::infinity();              // windows of -inf
+  struct Case {
+    std::int64_t k, stride, top, left, bottom, right;
+  };
+  for (const Case c : {Case{3, 2, 1, 1, 1, 1}, Case{3, 2, 0, 0, 1, 1}, Case{3, 2, 0, 0, 0, 0},
+                       Case{3, 1, 1, 1, 1, 1}, Case{2, 1, 0, 0, 0, 0}}) {
+    ops::Pool2dParams pp;
+    pp.kernel_h = pp.kernel_w = c.k;
+    pp.stride_h = pp.stride_w = c.stride;
+    pp.pad_top = c.top, pp.pad_left = c.left, pp.pad_bottom = c.bottom, pp.pad_right = c.right;
+    const std::string what = std::to_string(c.k) + "x" + std::to_string(c.k) + "/" +
+                             std::to_string(c.stride) + " pad " + std::to_string(c.top) +
+                             std::to_string(c.bottom);
+    // the reference kernels, row-major
+    ops::set_cpu_kernels(ops::CpuKernels::reference);
+    const ops::MaxPoolResult r = ops::max_pool2d_forward(x, pp);
+    const Tensor dy = testing::random_tensor(r.y.shape(), 9);
+    const Tensor dx = ops::max_pool2d_backward(dy, x, r, pp);
+    ops::set_cpu_kernels(ops::CpuKernels::fast);
+    for (std::int64_t block : {8, 16})
+      for (const ops::CpuKernels kernels : {ops::CpuKernels::fast, ops::CpuKernels::reference}) {
+        ops::set_cpu_kernels(kernels);
+        const Tensor xb = x.to_channel_block(block);
+        const ops::MaxPoolResult rb = ops::max_pool2d_forward(xb, pp);
+        EXPECT_EQ(rb.y.channel_block(), block) << what;
+        expect_same_bits(rb.y, r.y, what + " forward");
+        const Tensor dxb = ops::max_pool2d_backward(dy.to_channel_block(block), xb, rb, pp);
+        EXPECT_EQ(dxb.channel_block(), block) << what;
+        expect_same_bits(dxb, dx, what + " backward");
+        // Through a ReLU the kernel masks dy by y > 0: relu_backward after it (x >= 0 here).
+        const Tensor xr = ops::relu_forward(x).to_channel_block(block);
+        const ops::MaxPoolResult rr = ops::max_pool2d_forward(xr, pp);
+        ops::set_cpu_kernels(ops::CpuKernels::reference);
+        const Tensor xr_plain = ops::relu_forward(x);
+        const ops::MaxPoolResult rr_plain = ops::max_pool2d_forward(xr_plain, pp);
+        const Tensor want = ops::relu_backward(
+            ops::max_pool2d_backward(dy, xr_plain, rr_plain, pp), xr_plain);
+        ops::set_cpu_kernels(kernels);
+        expect_same_bits(ops::max_pool2d_backward(dy, xr, rr, pp, true), want,
+                         what + " through a ReLU");
+      }
+    ops::set_cpu_kernels(ops::CpuKernels::fast);
+  }
 }
 
 #if EPOCH_WITH_ONEDNN
@@ -345,9 +391,11 @@ TEST(BlockedOps, ConvolutionAddsAResidualInItsPrimitive) {
         const Tensor y = ops::conv2d_forward_add(x, w, b, p, r);
         EXPECT_EQ(y.channel_block(), block) << at;
         expect_close(y, expected, at);  // (the post-op may add in another order: rounding)
-        if (k == 1)  // (3x3 layers may run epoch's own Winograd, which takes separate ops)
-          for (const ops::KernelRecord& rec : trace.records())
+        if (k == 1) {  // (3x3 layers may run epoch's own Winograd, which takes separate ops)
+          for (const ops::KernelRecord& rec : trace.records()) {
             EXPECT_TRUE(rec.op != "add" && rec.op != "relu_forward") << at << ": " << rec.op;
+          }
+        }
         const Tensor other = residual.to_channel_block(block == 8 ? 16 : 8);
         expect_same_bits(ops::conv2d_forward_add(x, w, b, p, other), expected,
                          at + ", residual in another layout");
