@@ -48,7 +48,18 @@ ProcessGroup& ProcessGroup::world() {
 ProcessGroup::ProcessGroup() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) == 0) host_ = name;
-  if (!launched_by_mpi()) return;
+  if (!launched_by_mpi()) {
+    // `srun -n N` without an MPI plugin starts N copies that know nothing of each other: N
+    // separate trainings writing one run directory. Refuse instead of training N times.
+    const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+    if (tasks != nullptr && std::atoi(tasks) > 1) {
+      const char* plugin = std::getenv("SLURM_MPI_TYPE");
+      EPOCH_THROW(ConfigError, "srun started ", tasks, " tasks but no MPI plugin joined them (",
+                  plugin != nullptr ? plugin : "none",
+                  "): run srun --mpi=pmix (or set MpiDefault=pmix in slurm.conf)");
+    }
+    return;
+  }
   // Open MPI's blocking calls spin by default; yielding keeps a waiting rank from taking a
   // core from the compute threads (the environment's own setting wins).
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);

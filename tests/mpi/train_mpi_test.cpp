@@ -230,6 +230,25 @@ TEST(DataParallel, ResumingOnAnotherNumberOfRanksIsRefused) {
 
 // epoch bench under mpirun: every rank steps on its own batch with the gradients averaged;
 // rank 0 alone reports, with the step's communication.
+TEST(DataParallel, SrunTasksThatNoMpiPluginJoinedAreRefused) {
+  // `srun -n 2` without --mpi=pmix: two processes that would each train alone into one run
+  // directory. Slurm's environment says so; the run stops before it writes anything.
+  TempDir dir;
+  const std::string run = dir / "run";
+  const CommandResult r = run_epoch(
+      "train --model autoencoder --data synthetic --synthetic-count 64 --epochs 1 --quiet --out " +
+          run,
+      dir, "-u OMPI_COMM_WORLD_SIZE -u PMIX_RANK SLURM_STEP_NUM_TASKS=2 SLURM_MPI_TYPE=none");
+  expect_one_line_error(r, 1, "srun started 2 tasks but no MPI plugin joined them (none)");
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(run) / "metrics.jsonl"));
+  // One task is a single process, as without Slurm.
+  const CommandResult one = run_epoch(
+      "train --model autoencoder --data synthetic --synthetic-count 64 --limit-test 32 "
+      "--epochs 1 --threads 1 --quiet --out " + run,
+      dir, "SLURM_STEP_NUM_TASKS=1");
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+}
+
 TEST(DataParallel, BenchReportsTheStepsCommunication) {
   TempDir dir;
   const CommandResult r = run_job(
