@@ -30,10 +30,11 @@ struct ConvGeometry {
 
 ConvGeometry geometry(const Conv2dDims& d, ConvAlgo algo) {
   ConvGeometry g;
-  // convolution_auto: oneDNN takes its Winograd kernel where it has one for this CPU and
-  // these sizes (and judges it faster), direct convolution otherwise.
+  // Winograd asked for by name in every direction (see conv2d_winograd_eligible); where oneDNN
+  // has no Winograd kernel for this CPU, these sizes or these post-ops, `with_winograd` falls
+  // back to convolution_auto, which then runs direct convolution.
   if (algo == ConvAlgo::automatic && conv2d_winograd_eligible(d))
-    g.algorithm = dnnl::algorithm::convolution_auto;
+    g.algorithm = dnnl::algorithm::convolution_winograd;
   g.src = {d.N, d.C, d.H, d.W};
   if (d.groups == 1)
     g.wei = {d.OC, d.C, d.KH, d.KW};
@@ -48,6 +49,19 @@ ConvGeometry geometry(const Conv2dDims& d, ConvAlgo algo) {
   return g;
 }
 
+// make(algorithm) with g's algorithm, and again with convolution_auto if oneDNN has no
+// Winograd implementation for it (it throws dnnl_unimplemented then).
+template <typename MakePd>
+auto with_winograd(const ConvGeometry& g, MakePd make) -> decltype(make(g.algorithm)) {
+  if (g.algorithm != dnnl::algorithm::convolution_winograd) return make(g.algorithm);
+  try {
+    return make(g.algorithm);
+  } catch (const dnnl::error& e) {
+    if (e.status != dnnl_unimplemented) throw;
+    return make(dnnl::algorithm::convolution_auto);
+  }
+}
+
 memory::desc md_for(const memory::dims& dims, bool any) {
   return any ? any_md(dims) : plain_md(dims);
 }
@@ -58,18 +72,20 @@ memory::desc md_for(const memory::dims& dims, bool any) {
 Fwd::primitive_desc forward_pd(const ConvGeometry& g, bool has_bias, bool any,
                                ConvEpilogue epilogue = {}) {
   const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = onednn::primitive_attr();
   if (epilogue.relu || epilogue.add) {
     dnnl::post_ops ops;
     if (epilogue.add) ops.append_sum(1.0f);  // y = conv + b + y, before the ReLU
     if (epilogue.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
   }
-  Fwd::desc desc(
-      epilogue.inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
-      g.algorithm, md_for(g.src, any), md_for(g.wei, any), bias_md, md_for(g.dst, any), g.strides,
-      g.dilates, g.pad_l, g.pad_r);
-  return Fwd::primitive_desc(desc, attr, engine());
+  return with_winograd(g, [&](dnnl::algorithm algorithm) {
+    Fwd::desc desc(
+        epilogue.inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
+        algorithm, md_for(g.src, any), md_for(g.wei, any), bias_md, md_for(g.dst, any), g.strides,
+        g.dilates, g.pad_l, g.pad_r);
+    return Fwd::primitive_desc(desc, attr, engine());
+  });
 }
 
 struct ForwardBundle {
@@ -109,9 +125,11 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
   const Fwd::primitive_desc hint = forward_pd(g, has_bias, any);
   BackwardBundle b;
   if (need_dx) {
-    BwdData::desc desc(g.algorithm, md_for(g.src, any), md_for(g.wei, any), md_for(g.dst, any),
-                       g.strides, g.dilates, g.pad_l, g.pad_r);
-    BwdData::primitive_desc pd(desc, engine(), hint);
+    const BwdData::primitive_desc pd = with_winograd(g, [&](dnnl::algorithm algorithm) {
+      BwdData::desc desc(algorithm, md_for(g.src, any), md_for(g.wei, any), md_for(g.dst, any),
+                         g.strides, g.dilates, g.pad_l, g.pad_r);
+      return BwdData::primitive_desc(desc, primitive_attr(), engine(), hint);
+    });
     b.has_data = true;
     b.data_prim = BwdData(pd);
     b.data_impl = impl_name(pd);
@@ -120,9 +138,11 @@ BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias,
     b.dx_out = Relayout(pd.diff_src_desc(), nchw_md(g.src, blocks.x));
   }
   const memory::desc bias_md = has_bias ? plain_md(g.bias) : memory::desc();
-  BwdWeights::desc desc(g.algorithm, md_for(g.src, any), md_for(g.wei, any), bias_md,
-                        md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
-  BwdWeights::primitive_desc pd(desc, engine(), hint);
+  const BwdWeights::primitive_desc pd = with_winograd(g, [&](dnnl::algorithm algorithm) {
+    BwdWeights::desc desc(algorithm, md_for(g.src, any), md_for(g.wei, any), bias_md,
+                          md_for(g.dst, any), g.strides, g.dilates, g.pad_l, g.pad_r);
+    return BwdWeights::primitive_desc(desc, primitive_attr(), engine(), hint);
+  });
   b.weights_prim = BwdWeights(pd);
   b.weights_impl = impl_name(pd);
   b.x_wei = Relayout(nchw_md(g.src, blocks.x), pd.src_desc());
@@ -173,7 +193,10 @@ ConvLayout conv2d_chosen_layout(const Conv2dDims& d, std::int64_t x_block) {
 // docs/BENCHMARKS.md N): oneDNN's Winograd F(4x4, 3x3) beats its direct kernels on every 3x3
 // unit-stride layer of the zoo with 16 or more input channels (32 to 64 channels, 4x4 to 64x64
 // images; deep-cnn's training step 2x), and runs 4-5x slower on first layers with 1 or 3
-// channels, where the transforms cost more than the multiplications they save.
+// channels, where the transforms cost more than the multiplications they save. Asked for by
+// name rather than through convolution_auto, whose own rule keeps direct convolution for the
+// weight gradient of every zoo layer and for small images (deep-cnn's 8x8 stage) although
+// Winograd is 1.5-2.9x faster there (2 threads, AVX-512, batch 32; docs/BENCHMARKS.md U).
 bool conv2d_winograd_eligible(const Conv2dDims& d) {
   return d.KH == 3 && d.KW == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 &&
          d.dilation_w == 1 && d.groups == 1 && d.C >= 16;
@@ -218,7 +241,7 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
         {DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
     if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(f->b_md, b));
     note_impl(f->impl);
-    f->prim.execute(stream(), args);
+    run(f->prim, std::move(args), scratch);
     output_done(f->y_out, ym, y);
     stream().wait();
   });
@@ -249,15 +272,15 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
         {DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dy_w}, {DNNL_ARG_DIFF_WEIGHTS, dwm}};
     if (has_bias) args.emplace(DNNL_ARG_DIFF_BIAS, wrap(bw->db_md, db));
     note_impl(bw->weights_impl);
-    bw->weights_prim.execute(stream(), args);
+    run(bw->weights_prim, std::move(args), scratch);
     output_done(bw->dw_out, dwm, dw);
     if (need_dx) {
       memory dy_d = bw->dy_data.to == bw->dy_wei.to ? dy_w : input(bw->dy_data, dy, scratch);
       memory wm = input(bw->w_data, w, scratch);
       memory dxm = output(bw->dx_out, dx, scratch);
       note_impl(bw->data_impl);
-      bw->data_prim.execute(
-          stream(), {{DNNL_ARG_DIFF_DST, dy_d}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, dxm}});
+      run(bw->data_prim,
+          {{DNNL_ARG_DIFF_DST, dy_d}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, dxm}}, scratch);
       output_done(bw->dx_out, dxm, dx);
     }
     stream().wait();

@@ -17,7 +17,8 @@ void reorder_channel_block(const std::array<std::int64_t, 4>& dims, const float*
     dnnl::memory in = wrap(r->from, src);
     dnnl::memory out = wrap(r->to, dst);
     kernels::note_impl(r->impl);
-    r->prim.execute(stream(), in, out);
+    CallScratch scratch;
+    run(r->prim, {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}}, scratch);
     stream().wait();
   });
 }

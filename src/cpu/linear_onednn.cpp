@@ -41,7 +41,7 @@ std::shared_ptr<const MatmulBundle> matmul_bundle(bool trans_a, bool trans_b, st
     m.b = matrix_md(K, N, trans_b);
     m.c = plain_md({M, N});
     if (bias) m.bias = plain_md({1, N});
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = primitive_attr();
     dnnl::post_ops ops;
     if (accumulate) ops.append_sum(1.0f);
     if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
@@ -59,7 +59,8 @@ void run(const MatmulBundle& m, const float* a, const float* b, const float* bia
       {DNNL_ARG_SRC, wrap(m.a, a)}, {DNNL_ARG_WEIGHTS, wrap(m.b, b)}, {DNNL_ARG_DST, wrap(m.c, c)}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, wrap(m.bias, bias));
   kernels::note_impl(m.impl);
-  m.prim.execute(stream(), args);
+  CallScratch scratch;
+  onednn::run(m.prim, std::move(args), scratch);
   stream().wait();
 }
 

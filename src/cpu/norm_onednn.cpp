@@ -50,7 +50,7 @@ Flags bn_flags(bool training) {
 
 BnFwd::primitive_desc bn_forward_pd(const memory::desc& data, float eps, bool training) {
   BnFwd::desc desc(dnnl::prop_kind::forward_training, data, eps, bn_flags(training));
-  return BnFwd::primitive_desc(desc, engine());
+  return BnFwd::primitive_desc(desc, primitive_attr(), engine());
 }
 
 // The blocked layout batch norm runs in: the caller's channel block when oneDNN has a JIT
@@ -118,7 +118,7 @@ Key lrn_key(const char* op, std::int64_t N, std::int64_t C, std::int64_t HW, std
 LrnFwd::primitive_desc lrn_forward_pd(dnnl::prop_kind prop, const memory::desc& data,
                                       std::int64_t size, float alpha, float beta, float k) {
   LrnFwd::desc desc(prop, dnnl::algorithm::lrn_across_channels, data, size, alpha, beta, k);
-  return LrnFwd::primitive_desc(desc, engine());
+  return LrnFwd::primitive_desc(desc, primitive_attr(), engine());
 }
 
 void check_lrn_size(std::int64_t size) {
@@ -163,7 +163,7 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta, f
       args.emplace(DNNL_ARG_VARIANCE, wrap(f->stat, running_var));
     }
     kernels::note_impl(f->impl);
-    f->prim.execute(stream(), args);
+    run(f->prim, std::move(args), scratch);
     output_done(f->y_out, ym, y);
     stream().wait();
     const double count = static_cast<double>(N * HW);
@@ -197,7 +197,8 @@ void batch_norm_backward(const float* dy, const float* x, const float* gamma,
       const memory::desc caller = nchw_md(dims, block);
       const memory::desc blocked = tagged_md(dims, bn_layout(dims, eps, training, block));
       BnBwd::desc desc(dnnl::prop_kind::backward, blocked, blocked, eps, bn_flags(training));
-      BnBwd::primitive_desc pd(desc, engine(), bn_forward_pd(blocked, eps, training));
+      BnBwd::primitive_desc pd(desc, primitive_attr(), engine(),
+                               bn_forward_pd(blocked, eps, training));
       return BnBackwardBundle{BnBwd(pd),
                               impl_name(pd),
                               Relayout(caller, pd.src_desc()),
@@ -216,15 +217,17 @@ void batch_norm_backward(const float* dy, const float* x, const float* gamma,
     memory dym = input(b->dy_in, dy, scratch);
     memory dxm = output(b->dx_out, dx, scratch);
     kernels::note_impl(b->impl);
-    b->prim.execute(stream(), {{DNNL_ARG_SRC, xm},
-                               {DNNL_ARG_DIFF_DST, dym},
-                               {DNNL_ARG_MEAN, wrap(b->stat, save_mean)},
-                               {DNNL_ARG_VARIANCE, wrap(b->stat, var.data())},
-                               {DNNL_ARG_SCALE, wrap(b->stat, gamma)},
-                               {DNNL_ARG_SHIFT, wrap(b->stat, unused_shift.data())},
-                               {DNNL_ARG_DIFF_SRC, dxm},
-                               {DNNL_ARG_DIFF_SCALE, wrap(b->stat, dgamma)},
-                               {DNNL_ARG_DIFF_SHIFT, wrap(b->stat, dbeta)}});
+    run(b->prim,
+        {{DNNL_ARG_SRC, xm},
+         {DNNL_ARG_DIFF_DST, dym},
+         {DNNL_ARG_MEAN, wrap(b->stat, save_mean)},
+         {DNNL_ARG_VARIANCE, wrap(b->stat, var.data())},
+         {DNNL_ARG_SCALE, wrap(b->stat, gamma)},
+         {DNNL_ARG_SHIFT, wrap(b->stat, unused_shift.data())},
+         {DNNL_ARG_DIFF_SRC, dxm},
+         {DNNL_ARG_DIFF_SCALE, wrap(b->stat, dgamma)},
+         {DNNL_ARG_DIFF_SHIFT, wrap(b->stat, dbeta)}},
+        scratch);
     output_done(b->dx_out, dxm, dx);
     stream().wait();
   });
@@ -256,7 +259,7 @@ void lrn_forward(const float* x, float* y, std::int64_t N, std::int64_t C, std::
     memory xm = input(f->x_in, x, scratch);
     memory ym = output(f->y_out, y, scratch);
     kernels::note_impl(f->impl);
-    f->prim.execute(stream(), {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+    run(f->prim, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}}, scratch);
     output_done(f->y_out, ym, y);
     stream().wait();
   });
@@ -278,7 +281,7 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
           lrn_forward_pd(dnnl::prop_kind::forward_training, channels_last, size, alpha, beta, k);
       LrnBwd::desc desc(dnnl::algorithm::lrn_across_channels, channels_last, channels_last, size,
                         alpha, beta, k);
-      LrnBwd::primitive_desc pd(desc, engine(), fwd);
+      LrnBwd::primitive_desc pd(desc, primitive_attr(), engine(), fwd);
       LrnBackwardBundle b;
       b.impl = impl_name(pd);
       b.own = kernels::is_reference_impl(b.impl);
@@ -303,11 +306,11 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
     if (b->workspace.get_size() > 0) {
       memory ws(b->workspace, engine(), scratch.get(b->workspace.get_size()));
       memory y_again(b->y, engine(), scratch.get(b->y.get_size()));
-      b->forward.execute(stream(),
-                         {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, y_again}, {DNNL_ARG_WORKSPACE, ws}});
+      run(b->forward, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, y_again}, {DNNL_ARG_WORKSPACE, ws}},
+          scratch);
       args.emplace(DNNL_ARG_WORKSPACE, ws);
     }
-    b->prim.execute(stream(), args);
+    run(b->prim, std::move(args), scratch);
     output_done(b->dx_out, dxm, dx);
     stream().wait();
   });

@@ -126,7 +126,7 @@ std::string impl_name(const dnnl::primitive_desc_base& pd) {
 Relayout::Relayout(const dnnl::memory::desc& f, const dnnl::memory::desc& t)
     : needed(f != t), from(f), to(t) {
   if (!needed) return;
-  const dnnl::reorder::primitive_desc pd(engine(), f, engine(), t);
+  const dnnl::reorder::primitive_desc pd(engine(), f, engine(), t, primitive_attr());
   prim = dnnl::reorder(pd);
   impl = std::string("onednn:reorder:") + pd.impl_info_str();
 }
@@ -136,12 +136,31 @@ void* CallScratch::get(std::size_t nbytes) {
   return buffers_.back()->data();
 }
 
+dnnl::primitive_attr primitive_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void run(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args,
+         CallScratch& scratch) {
+  const dnnl_memory_desc_t* md =
+      dnnl_primitive_desc_query_md(prim.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+  if (md != nullptr) {
+    const dnnl::memory::desc scratchpad(*md);
+    if (scratchpad.get_size() > 0)
+      args.emplace(DNNL_ARG_SCRATCHPAD,
+                   dnnl::memory(scratchpad, engine(), scratch.get(scratchpad.get_size())));
+  }
+  prim.execute(stream(), args);
+}
+
 dnnl::memory input(const Relayout& r, const void* p, CallScratch& scratch) {
   if (!r.needed) return wrap(r.from, p);
   dnnl::memory out(r.to, engine(), scratch.get(r.to.get_size()));
   dnnl::memory in = wrap(r.from, p);
   kernels::note_impl(r.impl);
-  r.prim.execute(stream(), in, out);
+  run(r.prim, {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}}, scratch);
   return out;
 }
 
@@ -154,7 +173,8 @@ void output_done(const Relayout& r, dnnl::memory& produced, void* p) {
   if (!r.needed) return;
   dnnl::memory user = wrap(r.to, p);
   kernels::note_impl(r.impl);
-  r.prim.execute(stream(), produced, user);
+  CallScratch scratch;  // (the reorder has finished when run() returns)
+  run(r.prim, {{DNNL_ARG_FROM, produced}, {DNNL_ARG_TO, user}}, scratch);
 }
 
 dnnl::memory::desc plain_md(const dnnl::memory::dims& dims) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -121,6 +122,13 @@ struct Relayout {
   Relayout(const dnnl::memory::desc& f, const dnnl::memory::desc& t);
 };
 
+/// The attributes every epoch primitive is built from: its scratchpad in user mode, so that
+/// each call passes its own (run() below). In oneDNN's default mode some kernels (its Winograd
+/// convolutions among them) keep their scratchpad in a buffer of the thread that built the
+/// primitive; the cache is shared by all threads, and such a primitive run on another thread
+/// wrote through that thread's buffer, missing or too small.
+dnnl::primitive_attr primitive_attr();
+
 /// Keeps the temporary reordered copies of one call alive until the call returns.
 class CallScratch {
  public:
@@ -129,6 +137,11 @@ class CallScratch {
  private:
   std::vector<std::unique_ptr<Scratch>> buffers_;
 };
+
+/// Runs prim on the calling thread's stream with args, plus the scratchpad it asks for (built
+/// with primitive_attr()) from scratch. CPU primitives finish before execute() returns.
+void run(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args,
+         CallScratch& scratch);
 
 /// The caller's buffer p as the memory a primitive reads: p itself, or a reordered copy.
 dnnl::memory input(const Relayout& r, const void* p, CallScratch& scratch);

@@ -53,7 +53,7 @@ dnnl::algorithm algorithm_of(bool max, bool count_include_pad) {
 PoolFwd::primitive_desc forward_pd(const PoolGeometry& g, dnnl::algorithm alg) {
   PoolFwd::desc desc(dnnl::prop_kind::forward_training, alg, plain_md(g.src), plain_md(g.dst),
                      g.strides, g.kernel, g.pad_l, g.pad_r);
-  return PoolFwd::primitive_desc(desc, engine());
+  return PoolFwd::primitive_desc(desc, primitive_attr(), engine());
 }
 
 struct ForwardBundle {
@@ -97,7 +97,7 @@ std::shared_ptr<const BackwardBundle> backward_bundle(const Pool2dDims& d, std::
     const PoolGeometry g = geometry(d, C);
     PoolBwd::desc desc(alg, plain_md(g.src), plain_md(g.dst), g.strides, g.kernel, g.pad_l,
                        g.pad_r);
-    PoolBwd::primitive_desc pd(desc, engine(), forward_pd(g, alg));
+    PoolBwd::primitive_desc pd(desc, primitive_attr(), engine(), forward_pd(g, alg));
     return BackwardBundle{PoolBwd(pd), impl_name(pd), pd.diff_src_desc(), pd.diff_dst_desc(),
                           pd.workspace_desc()};
   });
@@ -111,7 +111,8 @@ void run_forward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, const
                                        {DNNL_ARG_DST, wrap(f->dst, y)}};
   if (workspace != nullptr) args.emplace(DNNL_ARG_WORKSPACE, wrap(f->workspace, workspace));
   kernels::note_impl(f->impl);
-  f->prim.execute(stream(), args);
+  CallScratch scratch;
+  run(f->prim, std::move(args), scratch);
   stream().wait();
 }
 
@@ -123,7 +124,8 @@ void run_backward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, cons
                                        {DNNL_ARG_DIFF_SRC, wrap(b->diff_src, dx)}};
   if (workspace != nullptr) args.emplace(DNNL_ARG_WORKSPACE, wrap(b->workspace, workspace));
   kernels::note_impl(b->impl);
-  b->prim.execute(stream(), args);
+  CallScratch scratch;
+  run(b->prim, std::move(args), scratch);
   stream().wait();
 }
 
