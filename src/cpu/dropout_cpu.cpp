@@ -1,52 +1,121 @@
-// Reference dropout kernels (see dropout_cpu.h); OpenMP over groups of four elements. Elements
-// 4g..4g+3 are the four words of one Philox call, exactly as RandomStream::bits_at draws them
-// (the CUDA twin groups them the same way), so one call serves four elements.
+// Dropout kernels (see dropout_cpu.h); OpenMP over chunks of elements (row-major) or planes
+// (blocked). Elements 4g..4g+3 are the four words of one Philox call, exactly as
+// RandomStream::bits_at draws them (the CUDA twin groups them the same way), so one call serves
+// four elements, and the calls of consecutive groups run side by side in vector lanes.
 #include "cpu/dropout_cpu.h"
+
+#include <immintrin.h>
 
 #include <algorithm>
 #include <array>
 
+#include "cpu/cpu_features.h"
 #include "epoch/tensor/random.h"
 
 namespace epoch::cpu {
 
 namespace {
 
-// Element i (row-major order) draws its keep decision from bits_at(i) and is stored at at(i).
-template <typename At>
-void dropout_forward_at(const float* x, float* y, float* mask, std::int64_t n, float p,
-                        std::uint64_t seed, std::uint64_t key, At at) {
-  const std::uint64_t stream_key = mix64(seed, key);  // the key RandomStream(seed, key) uses
-  const float scale = 1.0f / (1.0f - p);
-  const std::int64_t groups = (n + 3) / 4;
-#pragma omp parallel for schedule(static) if (n > 8192)
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const auto c = static_cast<std::uint64_t>(g);
-    // bits_at(i) = philox4x32({i >> 2, i >> 34, 0, 0}, key)[i & 3]
-    const std::array<std::uint32_t, 4> bits = philox4x32(
-        {static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(c >> 32), 0, 0}, stream_key);
-    const std::int64_t end = std::min(n, 4 * g + 4);
-    for (std::int64_t i = 4 * g; i < end; ++i) {
-      const float u =
-          static_cast<float>(bits[static_cast<std::size_t>(i & 3)] >> 8) * (1.0f / 16777216.0f);
-      const float m = u >= p ? scale : 0.0f;
-      const std::int64_t j = at(i);
-      mask[j] = m;
-      y[j] = x[j] * m;
+// Philox draws in batches: lane l of a batch is the call for group g0 + l, whose counter is
+// {g, g >> 32, 0, 0} (RandomStream::bits_at's). On AVX2 the lanes run 8 to a register; one call
+// at a time spent about 3 ns an element, most of a small model's dropout time.
+constexpr int kLanes = 16;
+using LaneBits = std::uint32_t[4][kLanes];
+
+void philox_lanes_portable(std::uint64_t g0, std::uint64_t key, LaneBits& out) {
+  for (int l = 0; l < kLanes; ++l) {
+    const std::uint64_t g = g0 + static_cast<std::uint64_t>(l);
+    const std::array<std::uint32_t, 4> r =
+        philox4x32({static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(g >> 32), 0, 0}, key);
+    for (int w = 0; w < 4; ++w) out[w][l] = r[static_cast<std::size_t>(w)];
+  }
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+// The high 32 bits of the eight 32 x 32-bit products a * m (vpmuludq on even and odd lanes).
+__m256i mulhi_epu32(__m256i a, __m256i m) {
+  const __m256i even = _mm256_mul_epu32(a, m);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+  return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+
+// philox4x32 (epoch/tensor/random.h) of 8 consecutive groups per register, round for round.
+void philox_lanes_avx2(std::uint64_t g0, std::uint64_t key, LaneBits& out) {
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  for (int half = 0; half < kLanes / 8; ++half) {
+    alignas(32) std::uint32_t lo[8], hi[8];
+    for (int l = 0; l < 8; ++l) {
+      const std::uint64_t g = g0 + static_cast<std::uint64_t>(8 * half + l);
+      lo[l] = static_cast<std::uint32_t>(g);
+      hi[l] = static_cast<std::uint32_t>(g >> 32);
+    }
+    __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+    __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
+    __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256();
+    std::uint32_t k0 = static_cast<std::uint32_t>(key), k1 = static_cast<std::uint32_t>(key >> 32);
+    for (int round = 0; round < 10; ++round) {
+      const __m256i hi0 = mulhi_epu32(c0, m0), lo0 = _mm256_mullo_epi32(c0, m0);
+      const __m256i hi1 = mulhi_epu32(c2, m1), lo1 = _mm256_mullo_epi32(c2, m1);
+      c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(static_cast<int>(k0)));
+      c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(static_cast<int>(k1)));
+      c1 = lo1;
+      c3 = lo0;
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(&out[0][8 * half]), c0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(&out[1][8 * half]), c1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(&out[2][8 * half]), c2);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(&out[3][8 * half]), c3);
+  }
+}
+#pragma GCC pop_options
+
+void philox_lanes(std::uint64_t g0, std::uint64_t key, LaneBits& out) {
+  if (cpu_has_avx2_fma()) return philox_lanes_avx2(g0, key, out);
+  philox_lanes_portable(g0, key, out);
+}
+
+// Elements [begin, end) of the stream (row-major indices) as keep factors: factor[i - begin] =
+// scale where (bits_at(i) >> 8) * 2^-24 >= p, else 0.
+void keep_factors(std::int64_t begin, std::int64_t end, float p, float scale,
+                  std::uint64_t stream_key, float* factor) {
+  LaneBits bits;
+  for (std::int64_t g0 = begin >> 2; 4 * g0 < end; g0 += kLanes) {
+    philox_lanes(static_cast<std::uint64_t>(g0), stream_key, bits);
+    for (int l = 0; l < kLanes; ++l) {
+      for (int w = 0; w < 4; ++w) {
+        const std::int64_t i = 4 * (g0 + l) + w;
+        if (i < begin || i >= end) continue;
+        const float u = static_cast<float>(bits[w][l] >> 8) * (1.0f / 16777216.0f);
+        factor[i - begin] = u >= p ? scale : 0.0f;
+      }
     }
   }
 }
+
+constexpr std::int64_t kChunk = 1024;  // elements per batch of factors (a multiple of 4)
 
 }  // namespace
 
 void dropout_forward(const float* x, float* y, float* mask, std::int64_t n, float p,
                      std::uint64_t seed, std::uint64_t key) {
-  dropout_forward_at(x, y, mask, n, p, seed, key, [](std::int64_t i) { return i; });
+  const std::uint64_t stream_key = mix64(seed, key);  // the key RandomStream(seed, key) uses
+  const float scale = 1.0f / (1.0f - p);
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > 8192)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
+    keep_factors(begin, end, p, scale, stream_key, mask + begin);
+    for (std::int64_t i = begin; i < end; ++i) y[i] = x[i] * mask[i];
+  }
 }
 
-// One (n, c) plane at a time: its elements are consecutive in row-major order, so a Philox call
-// serves four of them as in dropout_forward, and no index needs a division; in the blocked
-// layout the plane's elements lie `block` floats apart.
+// One (n, c) plane at a time: its elements are consecutive in row-major order, so their factors
+// come in batches as in dropout_forward, and no index needs a division; in the blocked layout
+// the plane's elements lie `block` floats apart.
 void dropout_forward_blocked(const float* x, float* y, float* mask, std::int64_t N, std::int64_t C,
                              std::int64_t HW, std::int64_t block, float p, std::uint64_t seed,
                              std::uint64_t key) {
@@ -60,21 +129,15 @@ void dropout_forward_blocked(const float* x, float* y, float* mask, std::int64_t
     const float* xp = x + offset;
     float* yp = y + offset;
     float* mp = mask + offset;
-    std::array<std::uint32_t, 4> bits{};
-    std::int64_t group = -1;
-    for (std::int64_t pos = 0; pos < HW; ++pos) {
-      const std::int64_t i = plane * HW + pos;  // the row-major index
-      if ((i >> 2) != group) {
-        group = i >> 2;
-        const auto g = static_cast<std::uint64_t>(group);
-        bits = philox4x32(
-            {static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(g >> 32), 0, 0}, stream_key);
+    float factor[kChunk];
+    for (std::int64_t from = 0; from < HW; from += kChunk) {
+      const std::int64_t to = std::min(HW, from + kChunk);
+      keep_factors(plane * HW + from, plane * HW + to, p, scale, stream_key, factor);
+      for (std::int64_t pos = from; pos < to; ++pos) {
+        const float m = factor[pos - from];
+        mp[pos * block] = m;
+        yp[pos * block] = xp[pos * block] * m;
       }
-      const float u =
-          static_cast<float>(bits[static_cast<std::size_t>(i & 3)] >> 8) * (1.0f / 16777216.0f);
-      const float m = u >= p ? scale : 0.0f;
-      mp[pos * block] = m;
-      yp[pos * block] = xp[pos * block] * m;
     }
   }
 }

@@ -1,4 +1,4 @@
-// Reference CPU kernels for inverted dropout. The keep decision of element i is a pure function
+// CPU kernels for inverted dropout (the reference and the fast path alike). The keep decision of element i is a pure function
 // of (seed, key, i) through RandomStream::bits_at, so any thread count gives the same mask.
 #pragma once
 

@@ -98,19 +98,22 @@ TEST(BlockedOps, ElementwiseOpsTakeBlockedOperands) {
 }
 
 TEST(BlockedOps, DropoutDrawsTheRowMajorMask) {
-  const Tensor x = testing::random_tensor({3, 16, 5, 3}, 16),
-               dy = testing::random_tensor({3, 16, 5, 3}, 17);
-  const ops::DropoutResult r = ops::dropout_forward(x, 0.4f, 7, 11);
-  for (std::int64_t block : {8, 16}) {
-    const ops::DropoutResult rb = ops::dropout_forward(x.to_channel_block(block), 0.4f, 7, 11);
-    EXPECT_EQ(rb.y.channel_block(), block);
-    expect_same_bits(rb.y, r.y, "y");
-    expect_same_bits(rb.mask, r.mask, "mask");
-    const Tensor dx = ops::dropout_backward(dy.to_channel_block(block), rb.mask);
-    EXPECT_EQ(dx.channel_block(), block);
-    expect_same_bits(dx, ops::dropout_backward(dy, r.mask), "dx");
-    expect_same_bits(ops::dropout_backward(dy, rb.mask), ops::dropout_backward(dy, r.mask),
-                     "row-major dy");
+  // planes of 15 elements (not a whole number of Philox calls) and of 1320 (more than one
+  // batch of draws)
+  for (const Shape& shape : {Shape{3, 16, 5, 3}, Shape{2, 16, 40, 33}}) {
+    const Tensor x = testing::random_tensor(shape, 16), dy = testing::random_tensor(shape, 17);
+    const ops::DropoutResult r = ops::dropout_forward(x, 0.4f, 7, 11);
+    for (std::int64_t block : {8, 16}) {
+      const ops::DropoutResult rb = ops::dropout_forward(x.to_channel_block(block), 0.4f, 7, 11);
+      EXPECT_EQ(rb.y.channel_block(), block);
+      expect_same_bits(rb.y, r.y, "y");
+      expect_same_bits(rb.mask, r.mask, "mask");
+      const Tensor dx = ops::dropout_backward(dy.to_channel_block(block), rb.mask);
+      EXPECT_EQ(dx.channel_block(), block);
+      expect_same_bits(dx, ops::dropout_backward(dy, r.mask), "dx");
+      expect_same_bits(ops::dropout_backward(dy, rb.mask), ops::dropout_backward(dy, r.mask),
+                       "row-major dy");
+    }
   }
 }
 
@@ -178,7 +181,7 @@ TEST(BlockedOps, OverlappingMaxPoolStaysBlockedWithTheReferenceBits) {
   p[40] = std::numeric_limits<float>::quiet_NaN();
   p[100] = std::numeric_limits<float>::infinity();
   for (int i : {192, 193, 194, 200, 201, 202, 208, 209, 210})  // plane 2, rows 6-8, columns 0-2
-    p[i] = -std::numeric_limits<float>::infinity();              // windows of -inf
+    p[i] = -std::numeric_limits<float>::infinity();            // windows of -inf
   struct Case {
     std::int64_t k, stride, top, left, bottom, right;
   };
@@ -213,8 +216,8 @@ TEST(BlockedOps, OverlappingMaxPoolStaysBlockedWithTheReferenceBits) {
         ops::set_cpu_kernels(ops::CpuKernels::reference);
         const Tensor xr_plain = ops::relu_forward(x);
         const ops::MaxPoolResult rr_plain = ops::max_pool2d_forward(xr_plain, pp);
-        const Tensor want = ops::relu_backward(
-            ops::max_pool2d_backward(dy, xr_plain, rr_plain, pp), xr_plain);
+        const Tensor want =
+            ops::relu_backward(ops::max_pool2d_backward(dy, xr_plain, rr_plain, pp), xr_plain);
         ops::set_cpu_kernels(kernels);
         expect_same_bits(ops::max_pool2d_backward(dy, xr, rr, pp, true), want,
                          what + " through a ReLU");

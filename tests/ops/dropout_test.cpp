@@ -54,6 +54,26 @@ TEST(Dropout, MaskIsAPureFunctionOfSeedKeyAndIndex) {
   EXPECT_EQ(small, std::vector<float>(m.begin(), m.begin() + 100));
 }
 
+// Every element, at sizes around the kernel's groups of 4, batches of 64 and chunks of 1024, and
+// above its parallel threshold.
+TEST(Dropout, EveryElementFollowsTheDocumentedRule) {
+  const float p = 0.45f;
+  const RandomStream stream(3, 9);
+  for (std::int64_t n : {1, 3, 4, 5, 63, 64, 65, 1023, 1024, 1025, 5000, 70001}) {
+    const Tensor x = testing::random_tensor({n}, 60);
+    const ops::DropoutResult r = ops::dropout_forward(x, p, 3, 9);
+    const std::vector<float> xs = x.to_vector(), ys = r.y.to_vector(), m = r.mask.to_vector();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto at = static_cast<std::size_t>(i);
+      const float u =
+          static_cast<float>(stream.bits_at(static_cast<std::uint64_t>(i)) >> 8) / 16777216.0f;
+      const float keep = u >= p ? 1.0f / (1.0f - p) : 0.0f;
+      ASSERT_EQ(m[at], keep) << "n " << n << " element " << i;
+      ASSERT_EQ(ys[at], xs[at] * keep) << "n " << n << " element " << i;
+    }
+  }
+}
+
 TEST(Dropout, MaskDoesNotDependOnTheThreadCount) {
   const Tensor x = testing::random_tensor({kN}, 52);
   const int saved = ops::num_threads();
