@@ -1,5 +1,6 @@
-// CPU kernels for inverted dropout (the reference and the fast path alike). The keep decision of element i is a pure function
-// of (seed, key, i) through RandomStream::bits_at, so any thread count gives the same mask.
+// CPU kernels for inverted dropout (the reference and the fast path alike). The keep decision
+// of element i is a pure function of (seed, key, i) through RandomStream::bits_at, so any
+// thread count gives the same mask.
 #pragma once
 
 #include <cstdint>
