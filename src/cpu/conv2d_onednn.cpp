@@ -33,8 +33,10 @@ ConvGeometry geometry(const Conv2dDims& d, ConvAlgo algo) {
   // Winograd asked for by name in every direction (see conv2d_winograd_eligible); where oneDNN
   // has no Winograd kernel for this CPU, these sizes or these post-ops, `with_winograd` falls
   // back to convolution_auto, which then runs direct convolution.
+  // Below a batch of 8 (measured at 8 to 64) oneDNN's own rule still decides, as it did.
   if (algo == ConvAlgo::automatic && conv2d_winograd_eligible(d))
-    g.algorithm = dnnl::algorithm::convolution_winograd;
+    g.algorithm = d.N >= 8 ? dnnl::algorithm::convolution_winograd
+                           : dnnl::algorithm::convolution_auto;
   g.src = {d.N, d.C, d.H, d.W};
   if (d.groups == 1)
     g.wei = {d.OC, d.C, d.KH, d.KW};
