@@ -35,8 +35,8 @@ ConvGeometry geometry(const Conv2dDims& d, ConvAlgo algo) {
   // back to convolution_auto, which then runs direct convolution.
   // Below a batch of 8 (measured at 8 to 64) oneDNN's own rule still decides, as it did.
   if (algo == ConvAlgo::automatic && conv2d_winograd_eligible(d))
-    g.algorithm = d.N >= 8 ? dnnl::algorithm::convolution_winograd
-                           : dnnl::algorithm::convolution_auto;
+    g.algorithm =
+        d.N >= 8 ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_auto;
   g.src = {d.N, d.C, d.H, d.W};
   if (d.groups == 1)
     g.wei = {d.OC, d.C, d.KH, d.KW};
