@@ -12,32 +12,48 @@
 
 namespace epoch::bench {
 
-double time_bucketed_allreduce(dist::ProcessGroup& group, const std::vector<std::int64_t>& counts,
-                               int warmup, int reps) {
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+BucketedTiming time_bucketed_allreduce(dist::ProcessGroup& group,
+                                       const std::vector<std::int64_t>& counts, int warmup,
+                                       int reps) {
   EPOCH_CHECK(!counts.empty() && reps >= 1 && warmup >= 0,
               "time_bucketed_allreduce: ", counts.size(), " buckets, ", reps, " repetitions");
   std::int64_t total = 0;
   for (std::int64_t c : counts) total += c;
   std::vector<float> data(static_cast<std::size_t>(total), 1.0f);
   dist::GradientAverager averager(group);
-  std::vector<double> times;
-  for (int i = 0; i < warmup + reps; ++i) {
-    group.barrier();
-    const auto start = std::chrono::steady_clock::now();
+  const auto bucketed = [&] {
     std::int64_t at = 0;
     for (std::int64_t c : counts) {
       averager.add(data.data() + at, c, 1.0f);
       at += c;
     }
     (void)averager.finish();
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (i >= warmup) times.push_back(s);
-    std::fill(data.begin(), data.end(), 1.0f);
-  }
-  std::sort(times.begin(), times.end());
-  const std::size_t n = times.size();
-  return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  };
+  const auto plain = [&] { group.all_reduce_sum(data.data(), total); };
+  std::vector<double> bucketed_s, plain_s;
+  for (int i = 0; i < warmup + reps; ++i)
+    for (int k = 0; k < 2; ++k) {
+      const bool plain_now = (k == 0) == (i % 2 == 0);  // each goes first every other time
+      group.barrier();
+      const auto start = std::chrono::steady_clock::now();
+      if (plain_now)
+        plain();
+      else
+        bucketed();
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (i >= warmup) (plain_now ? plain_s : bucketed_s).push_back(s);
+      std::fill(data.begin(), data.end(), 1.0f);  // keep the values finite
+    }
+  return {median(bucketed_s), median(plain_s)};
 }
 
 double time_allreduce(dist::ProcessGroup& group, std::int64_t bytes, int warmup, int reps) {

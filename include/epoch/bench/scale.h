@@ -23,10 +23,17 @@ struct AllReducePoint {
 double time_allreduce(dist::ProcessGroup& group, std::int64_t bytes, int warmup, int reps);
 
 /// The gradient averager's all-reduce (dist::GradientAverager, as training runs it) of buckets
-/// of these float counts, all queued at once after a barrier: the median seconds until the
-/// last is done. Collective.
-double time_bucketed_allreduce(dist::ProcessGroup& group, const std::vector<std::int64_t>& counts,
-                               int warmup, int reps);
+/// of these float counts, all queued at once after a barrier, the median seconds until the last
+/// is done; and a plain MPI_Allreduce of the same bytes, timed in the same repetitions (each
+/// after a barrier, each going first every other time), so that both see the same load of a
+/// shared machine. Collective.
+struct BucketedTiming {
+  double bucketed_s = 0;
+  double plain_s = 0;
+};
+BucketedTiming time_bucketed_allreduce(dist::ProcessGroup& group,
+                                       const std::vector<std::int64_t>& counts, int warmup,
+                                       int reps);
 
 /// The ring all-reduce's cost: t = 2 (p - 1) alpha + 2 (p - 1) / p * n * beta (alpha: a
 /// message's latency in seconds, beta: seconds per byte, so 1 / beta is the link's bandwidth).
