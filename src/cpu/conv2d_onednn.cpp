@@ -243,7 +243,7 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
         {DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
     if (has_bias) args.emplace(DNNL_ARG_BIAS, wrap(f->b_md, b));
     note_impl(f->impl);
-    run(f->prim, std::move(args), scratch);
+    run(f->prim, std::move(args));
     output_done(f->y_out, ym, y);
     stream().wait();
   });
@@ -274,7 +274,7 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
         {DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dy_w}, {DNNL_ARG_DIFF_WEIGHTS, dwm}};
     if (has_bias) args.emplace(DNNL_ARG_DIFF_BIAS, wrap(bw->db_md, db));
     note_impl(bw->weights_impl);
-    run(bw->weights_prim, std::move(args), scratch);
+    run(bw->weights_prim, std::move(args));
     output_done(bw->dw_out, dwm, dw);
     if (need_dx) {
       memory dy_d = bw->dy_data.to == bw->dy_wei.to ? dy_w : input(bw->dy_data, dy, scratch);
@@ -282,7 +282,7 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
       memory dxm = output(bw->dx_out, dx, scratch);
       note_impl(bw->data_impl);
       run(bw->data_prim,
-          {{DNNL_ARG_DIFF_DST, dy_d}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, dxm}}, scratch);
+          {{DNNL_ARG_DIFF_DST, dy_d}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, dxm}});
       output_done(bw->dx_out, dxm, dx);
     }
     stream().wait();

@@ -17,8 +17,7 @@ void reorder_channel_block(const std::array<std::int64_t, 4>& dims, const float*
     dnnl::memory in = wrap(r->from, src);
     dnnl::memory out = wrap(r->to, dst);
     kernels::note_impl(r->impl);
-    CallScratch scratch;
-    run(r->prim, {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}}, scratch);
+    run(r->prim, {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}});
     stream().wait();
   });
 }

@@ -59,8 +59,7 @@ void run(const MatmulBundle& m, const float* a, const float* b, const float* bia
       {DNNL_ARG_SRC, wrap(m.a, a)}, {DNNL_ARG_WEIGHTS, wrap(m.b, b)}, {DNNL_ARG_DST, wrap(m.c, c)}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, wrap(m.bias, bias));
   kernels::note_impl(m.impl);
-  CallScratch scratch;
-  onednn::run(m.prim, std::move(args), scratch);
+  onednn::run(m.prim, std::move(args));
   stream().wait();
 }
 

@@ -163,7 +163,7 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta, f
       args.emplace(DNNL_ARG_VARIANCE, wrap(f->stat, running_var));
     }
     kernels::note_impl(f->impl);
-    run(f->prim, std::move(args), scratch);
+    run(f->prim, std::move(args));
     output_done(f->y_out, ym, y);
     stream().wait();
     const double count = static_cast<double>(N * HW);
@@ -217,17 +217,15 @@ void batch_norm_backward(const float* dy, const float* x, const float* gamma,
     memory dym = input(b->dy_in, dy, scratch);
     memory dxm = output(b->dx_out, dx, scratch);
     kernels::note_impl(b->impl);
-    run(b->prim,
-        {{DNNL_ARG_SRC, xm},
-         {DNNL_ARG_DIFF_DST, dym},
-         {DNNL_ARG_MEAN, wrap(b->stat, save_mean)},
-         {DNNL_ARG_VARIANCE, wrap(b->stat, var.data())},
-         {DNNL_ARG_SCALE, wrap(b->stat, gamma)},
-         {DNNL_ARG_SHIFT, wrap(b->stat, unused_shift.data())},
-         {DNNL_ARG_DIFF_SRC, dxm},
-         {DNNL_ARG_DIFF_SCALE, wrap(b->stat, dgamma)},
-         {DNNL_ARG_DIFF_SHIFT, wrap(b->stat, dbeta)}},
-        scratch);
+    run(b->prim, {{DNNL_ARG_SRC, xm},
+                  {DNNL_ARG_DIFF_DST, dym},
+                  {DNNL_ARG_MEAN, wrap(b->stat, save_mean)},
+                  {DNNL_ARG_VARIANCE, wrap(b->stat, var.data())},
+                  {DNNL_ARG_SCALE, wrap(b->stat, gamma)},
+                  {DNNL_ARG_SHIFT, wrap(b->stat, unused_shift.data())},
+                  {DNNL_ARG_DIFF_SRC, dxm},
+                  {DNNL_ARG_DIFF_SCALE, wrap(b->stat, dgamma)},
+                  {DNNL_ARG_DIFF_SHIFT, wrap(b->stat, dbeta)}});
     output_done(b->dx_out, dxm, dx);
     stream().wait();
   });
@@ -259,7 +257,7 @@ void lrn_forward(const float* x, float* y, std::int64_t N, std::int64_t C, std::
     memory xm = input(f->x_in, x, scratch);
     memory ym = output(f->y_out, y, scratch);
     kernels::note_impl(f->impl);
-    run(f->prim, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}}, scratch);
+    run(f->prim, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
     output_done(f->y_out, ym, y);
     stream().wait();
   });
@@ -306,11 +304,10 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
     if (b->workspace.get_size() > 0) {
       memory ws(b->workspace, engine(), scratch.get(b->workspace.get_size()));
       memory y_again(b->y, engine(), scratch.get(b->y.get_size()));
-      run(b->forward, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, y_again}, {DNNL_ARG_WORKSPACE, ws}},
-          scratch);
+      run(b->forward, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, y_again}, {DNNL_ARG_WORKSPACE, ws}});
       args.emplace(DNNL_ARG_WORKSPACE, ws);
     }
-    run(b->prim, std::move(args), scratch);
+    run(b->prim, std::move(args));
     output_done(b->dx_out, dxm, dx);
     stream().wait();
   });

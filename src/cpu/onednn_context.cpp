@@ -142,15 +142,27 @@ dnnl::primitive_attr primitive_attr() {
   return attr;
 }
 
-void run(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args,
-         CallScratch& scratch) {
+namespace {
+void* thread_scratchpad(std::size_t nbytes) {
+  thread_local std::unique_ptr<Scratch> buffer;
+  thread_local std::size_t capacity = 0;
+  if (nbytes > capacity) {
+    buffer.reset();  // back to the allocator before the larger one is taken
+    buffer = std::make_unique<Scratch>(nbytes);
+    capacity = nbytes;
+  }
+  return buffer->data();
+}
+}  // namespace
+
+void run(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args) {
   const dnnl_memory_desc_t* md =
       dnnl_primitive_desc_query_md(prim.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
   if (md != nullptr) {
     const dnnl::memory::desc scratchpad(*md);
     if (scratchpad.get_size() > 0)
       args.emplace(DNNL_ARG_SCRATCHPAD,
-                   dnnl::memory(scratchpad, engine(), scratch.get(scratchpad.get_size())));
+                   dnnl::memory(scratchpad, engine(), thread_scratchpad(scratchpad.get_size())));
   }
   prim.execute(stream(), args);
 }
@@ -160,7 +172,7 @@ dnnl::memory input(const Relayout& r, const void* p, CallScratch& scratch) {
   dnnl::memory out(r.to, engine(), scratch.get(r.to.get_size()));
   dnnl::memory in = wrap(r.from, p);
   kernels::note_impl(r.impl);
-  run(r.prim, {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}}, scratch);
+  run(r.prim, {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}});
   return out;
 }
 
@@ -173,8 +185,7 @@ void output_done(const Relayout& r, dnnl::memory& produced, void* p) {
   if (!r.needed) return;
   dnnl::memory user = wrap(r.to, p);
   kernels::note_impl(r.impl);
-  CallScratch scratch;  // (the reorder has finished when run() returns)
-  run(r.prim, {{DNNL_ARG_FROM, produced}, {DNNL_ARG_TO, user}}, scratch);
+  run(r.prim, {{DNNL_ARG_FROM, produced}, {DNNL_ARG_TO, user}});
 }
 
 dnnl::memory::desc plain_md(const dnnl::memory::dims& dims) {

@@ -123,10 +123,10 @@ struct Relayout {
 };
 
 /// The attributes every epoch primitive is built from: its scratchpad in user mode, so that
-/// each call passes its own (run() below). In oneDNN's default mode some kernels (its Winograd
-/// convolutions among them) keep their scratchpad in a buffer of the thread that built the
-/// primitive; the cache is shared by all threads, and such a primitive run on another thread
-/// wrote through that thread's buffer, missing or too small.
+/// each call passes one of the calling thread's (run() below). In oneDNN's default mode some
+/// kernels (its Winograd convolutions among them) keep their scratchpad in a buffer of the thread
+/// that built the primitive; the cache is shared by all threads, and such a primitive run on
+/// another thread wrote through that thread's buffer, missing or too small.
 dnnl::primitive_attr primitive_attr();
 
 /// Keeps the temporary reordered copies of one call alive until the call returns.
@@ -139,9 +139,11 @@ class CallScratch {
 };
 
 /// Runs prim on the calling thread's stream with args, plus the scratchpad it asks for (built
-/// with primitive_attr()) from scratch. CPU primitives finish before execute() returns.
-void run(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args,
-         CallScratch& scratch);
+/// with primitive_attr()): one buffer per thread, grown to the largest any primitive asked for
+/// and reused by each, as oneDNN's own default mode does, so it stays in cache (a buffer per
+/// primitive put the several MiB of each Winograd pass's scratchpad through the cache cold).
+/// CPU primitives finish before execute() returns, so the buffer is free again then.
+void run(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args);
 
 /// The caller's buffer p as the memory a primitive reads: p itself, or a reordered copy.
 dnnl::memory input(const Relayout& r, const void* p, CallScratch& scratch);

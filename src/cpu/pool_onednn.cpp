@@ -103,16 +103,15 @@ std::shared_ptr<const BackwardBundle> backward_bundle(const Pool2dDims& d, std::
   });
 }
 
-void run_forward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, const float* x,
-                 float* y, std::uint8_t* workspace) {
+void run_forward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, const float* x, float* y,
+                 std::uint8_t* workspace) {
   const SerialIfSmall serial(work(d));
   auto f = forward_bundle(d, C, alg);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(f->src, x)},
                                        {DNNL_ARG_DST, wrap(f->dst, y)}};
   if (workspace != nullptr) args.emplace(DNNL_ARG_WORKSPACE, wrap(f->workspace, workspace));
   kernels::note_impl(f->impl);
-  CallScratch scratch;
-  run(f->prim, std::move(args), scratch);
+  run(f->prim, std::move(args));
   stream().wait();
 }
 
@@ -124,8 +123,7 @@ void run_backward(const Pool2dDims& d, std::int64_t C, dnnl::algorithm alg, cons
                                        {DNNL_ARG_DIFF_SRC, wrap(b->diff_src, dx)}};
   if (workspace != nullptr) args.emplace(DNNL_ARG_WORKSPACE, wrap(b->workspace, workspace));
   kernels::note_impl(b->impl);
-  CallScratch scratch;
-  run(b->prim, std::move(args), scratch);
+  run(b->prim, std::move(args));
   stream().wait();
 }
 
@@ -170,18 +168,16 @@ void max_pool2d_backward(const Pool2dDims& d, std::int64_t C, const float* dy,
   });
 }
 
-void avg_pool2d_forward(const Pool2dDims& d, std::int64_t C, bool count_include_pad,
-                        const float* x, float* y) {
-  guarded("avg_pool2d_forward (oneDNN)", [&] {
-    run_forward(d, C, algorithm_of(false, count_include_pad), x, y, nullptr);
-  });
+void avg_pool2d_forward(const Pool2dDims& d, std::int64_t C, bool count_include_pad, const float* x,
+                        float* y) {
+  guarded("avg_pool2d_forward (oneDNN)",
+          [&] { run_forward(d, C, algorithm_of(false, count_include_pad), x, y, nullptr); });
 }
 
 void avg_pool2d_backward(const Pool2dDims& d, std::int64_t C, bool count_include_pad,
                          const float* dy, float* dx) {
-  guarded("avg_pool2d_backward (oneDNN)", [&] {
-    run_backward(d, C, algorithm_of(false, count_include_pad), dy, nullptr, dx);
-  });
+  guarded("avg_pool2d_backward (oneDNN)",
+          [&] { run_backward(d, C, algorithm_of(false, count_include_pad), dy, nullptr, dx); });
 }
 
 }  // namespace epoch::cpu::onednn
