@@ -43,10 +43,23 @@ Tensor Tensor::detach() const {
 namespace autograd {
 namespace {
 thread_local bool g_grad_enabled = true;
+thread_local const Node* g_running = nullptr;  // the node whose backward closure runs
 
-// Adds g into a leaf's gradient buffer (allocating it on first use).
+// Sets g_running for one closure call, and back to none however it ends.
+class Running {
+ public:
+  explicit Running(const Node* node) { g_running = node; }
+  ~Running() { g_running = nullptr; }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+};
+
+// Adds g into a leaf's gradient buffer (allocating it on first use; replacing it when stale).
 void accumulate_leaf(Meta& meta, const Tensor& g) {
-  if (meta.grad.defined()) {
+  if (meta.grad.defined() && meta.grad_stale) {
+    meta.grad.copy_from(g);
+    meta.grad_stale = false;
+  } else if (meta.grad.defined()) {
     ops::axpy_(meta.grad, g, 1.0f);
   } else {
     meta.grad = g.clone();
@@ -75,6 +88,18 @@ std::vector<Node*> topological_order(Node* root) {
 }  // namespace
 
 bool grad_enabled() { return g_grad_enabled; }
+
+Tensor gradient_destination(std::size_t input, const Tensor& like) {
+  if (g_running == nullptr || input >= g_running->inputs.size()) return Tensor();
+  Meta* meta = g_running->inputs[input].get();
+  if (meta == nullptr || meta->node || !meta->grad_stale || !meta->grad.defined()) return Tensor();
+  const Tensor& grad = meta->grad;
+  if (grad.shape() != like.shape() || grad.dtype() != like.dtype() ||
+      grad.device() != like.device() || !grad.is_contiguous())
+    return Tensor();
+  meta->grad_stale = false;
+  return grad;
+}
 
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
@@ -132,7 +157,11 @@ void backward(const Tensor& root, const Tensor& dy, const LeafReadyFn& on_leaf_r
     grads.erase(it);
     EPOCH_CHECK(node->backward, "backward through the graph of '", node->name,
                 "' a second time: its saved tensors were already freed");
-    std::vector<Tensor> input_grads = node->backward(g);
+    std::vector<Tensor> input_grads;
+    {
+      const Running running(node);
+      input_grads = node->backward(g);
+    }
     node->backward = nullptr;  // frees the saved tensors now
     EPOCH_CHECK(input_grads.size() == node->inputs.size(), "node '", node->name, "' returned ",
                 input_grads.size(), " gradients for ", node->inputs.size(), " inputs");

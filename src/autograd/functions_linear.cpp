@@ -23,8 +23,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, Relu
            [xs = x.detach(), ws = w.detach(), ys = relu_here ? y.detach() : Tensor(), has_bias,
             need_dx, relu_here](const Tensor& dy) -> Grads {
              const Tensor dz = relu_here ? ops::relu_backward(dy, ys) : dy;
-             ops::LinearGrads g = ops::linear_backward(dz, xs, ws, has_bias, need_dx);
-             return {g.dx, g.dw, g.db};
+             // dw straight into the weight's gradient buffer where a training step left it to
+             // be replaced (an undefined gradient then tells backward it is there already)
+             const Tensor dw_into = autograd::gradient_destination(1, ws);
+             ops::LinearGrads g = ops::linear_backward(dz, xs, ws, has_bias, need_dx, dw_into);
+             return {g.dx, dw_into.defined() ? Tensor() : g.dw, g.db};
            });
   }
   return y;

@@ -95,7 +95,7 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, bool re
 }
 
 LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, bool has_bias,
-                            bool need_dx) {
+                            bool need_dx, const Tensor& dw_into) {
   check_f32("linear_backward", "dy", dy);
   check_f32("linear_backward", "x", x);
   check_f32("linear_backward", "w", w);
@@ -109,7 +109,15 @@ LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
   const Tensor dyc = dy.contiguous(), xc = x.contiguous(), wc = w.contiguous();
   LinearGrads g;
   if (need_dx) g.dx = Tensor::empty(x.shape(), DType::f32, dev);
-  g.dw = Tensor::empty(w.shape(), DType::f32, dev);
+  if (dw_into.defined()) {
+    EPOCH_CHECK(dw_into.shape() == w.shape() && dw_into.dtype() == DType::f32 &&
+                    dw_into.device() == dev && dw_into.is_contiguous(),
+                "linear_backward: dw_into must be a contiguous f32 ", shape_str(w.shape()),
+                " on the device of w, got ", shape_str(dw_into.shape()));
+    g.dw = dw_into;
+  } else {
+    g.dw = Tensor::empty(w.shape(), DType::f32, dev);
+  }
   if (has_bias) g.db = Tensor::empty({OUT}, DType::f32, dev);
   float* dx = need_dx ? g.dx.f32() : nullptr;
   float* db = has_bias ? g.db.f32() : nullptr;

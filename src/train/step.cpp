@@ -32,8 +32,10 @@ Step::Step(models::Model& model, const optim::OptimizerConfig& optimizer,
       seed_(seed),
       context_(context) {
   const nn::NamedTensors params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i)
+  for (std::size_t i = 0; i < params.size(); ++i) {
     parameter_index_[params[i].second.autograd_meta().get()] = static_cast<int>(i);
+    parameter_metas_.push_back(params[i].second.autograd_meta());
+  }
   set_bucket_bytes(kDefaultBucketBytes);
 }
 
@@ -62,9 +64,20 @@ void Step::set_bucket_bytes(std::int64_t bytes) {
   }
 }
 
+void Step::mark_gradients_stale() {
+  for (const auto& meta : parameter_metas_) meta->grad_stale = true;
+}
+
+void Step::zero_if_stale(autograd::Meta& meta) {
+  if (!meta.grad_stale) return;
+  ops::fill_(meta.grad, 0.0f);
+  meta.grad_stale = false;
+}
+
 void Step::backward(const Tensor& loss) {
   if (!on_bucket_ready) {
     loss.backward();
+    for (const auto& meta : parameter_metas_) zero_if_stale(*meta);  // the graph did not reach
     return;
   }
   std::vector<int> waiting(buckets_.size(), 0);  // parameters not yet complete, per bucket
@@ -76,10 +89,12 @@ void Step::backward(const Tensor& loss) {
   autograd::backward(loss, Tensor(), [&](const autograd::Meta& leaf) {
     const auto it = parameter_index_.find(&leaf);
     if (it == parameter_index_.end()) return;  // a leaf that is not a parameter
+    zero_if_stale(*parameter_metas_[static_cast<std::size_t>(it->second)]);  // nothing flowed
     --waiting[static_cast<std::size_t>(bucket_of_[static_cast<std::size_t>(it->second)])];
     hand_over_ready();
   });
-  for (int& w : waiting) w = 0;  // parameters the graph did not reach keep their zeros
+  for (const auto& meta : parameter_metas_) zero_if_stale(*meta);  // the graph did not reach
+  for (int& w : waiting) w = 0;  // parameters the graph did not reach have zeros
   hand_over_ready();
 }
 
@@ -89,7 +104,7 @@ Tensor Step::run(const Tensor& x, const Tensor& labels, std::int64_t position, s
   const auto t0 = Clock::now();
   model_.set_step_seed(seed_, index);
   if (schedule_) optimizer_->set_lr(schedule_->lr_at(position));
-  ops::fill_(flat_.grads, 0.0f);
+  mark_gradients_stale();
   Tensor loss = model_.loss(model_.forward(x), x, labels);
   if (times) sync(loss);
   const auto t1 = Clock::now();
@@ -112,6 +127,7 @@ void Step::run_without_batch(std::int64_t position) {
   const ops::ContextGuard context(context_);
   if (schedule_) optimizer_->set_lr(schedule_->lr_at(position));
   ops::fill_(flat_.grads, 0.0f);
+  for (const auto& meta : parameter_metas_) meta->grad_stale = false;
   if (on_bucket_ready)
     for (const GradBucket& b : buckets_) on_bucket_ready(b);
   if (before_update) before_update(flat_.grads);

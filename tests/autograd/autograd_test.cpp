@@ -84,6 +84,47 @@ TEST(Autograd, InstalledGradientBufferIsAccumulatedInPlace) {
   EXPECT_TRUE(testing::allclose(flat, Tensor::from_vector({4}, {0.0f, 0.0f, 5.0f, 5.0f})));
 }
 
+// A training step leaves its gradient buffers stale instead of zeroing them: the first
+// contribution replaces the stale values, the next adds to it, as from zeros.
+TEST(Autograd, AStaleGradientBufferIsReplacedThenAddedTo) {
+  const Tensor x = testing::random_tensor({3, 4}, 1);
+  const Tensor w0 = testing::random_tensor({4, 4}, 2);
+  const auto gradient = [&](bool stale) {
+    Tensor w = w0.clone().set_requires_grad(true);
+    Tensor buffer = Tensor::full({4, 4}, stale ? 1e30f : 0.0f);
+    w.set_grad(buffer);
+    w.autograd_meta()->grad_stale = stale;
+    sum(linear(linear(x, w, Tensor()), w, Tensor())).backward();  // w contributes twice
+    EXPECT_FALSE(w.autograd_meta()->grad_stale);
+    return buffer.to_vector();
+  };
+  EXPECT_EQ(gradient(true), gradient(false));
+}
+
+// gradient_destination hands a stale buffer to the running closure once, and nothing outside
+// a closure or for a buffer that is not stale.
+TEST(Autograd, GradientDestinationIsTheStaleBufferOnce) {
+  Tensor a = Tensor::from_vector({2}, {1.0f, 2.0f}).set_requires_grad(true);
+  Tensor buffer = Tensor::full({2}, 7.0f);
+  a.set_grad(buffer);
+  a.autograd_meta()->grad_stale = true;
+  EXPECT_FALSE(autograd::gradient_destination(0, a).defined());  // outside a closure
+  Tensor y = a.detach().clone();
+  int calls = 0;
+  autograd::record(y, "writes_its_gradient", {a}, [&, like = a.detach()](const Tensor& dy) {
+    ++calls;
+    Tensor into = autograd::gradient_destination(0, like);
+    EXPECT_TRUE(into.defined());
+    EXPECT_FALSE(autograd::gradient_destination(0, like).defined());  // no longer stale
+    into.copy_from(dy);
+    return std::vector<Tensor>{Tensor()};
+  });
+  y.backward(Tensor::from_vector({2}, {3.0f, 4.0f}));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(buffer.to_vector(), (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_FALSE(a.autograd_meta()->grad_stale);
+}
+
 TEST(Autograd, BroadcastGradientsReduceToInputShape) {
   Tensor a = testing::random_tensor({2, 3}, 1).set_requires_grad(true);
   Tensor b = testing::random_tensor({3}, 2).set_requires_grad(true);

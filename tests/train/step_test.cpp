@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include "epoch/autograd/autograd.h"
@@ -147,6 +149,79 @@ TEST(Step, BucketHookLeavesTheStepUnchanged) {
   }
   EXPECT_EQ(calls, 2 * static_cast<int>(hooked.buckets().size()));
   EXPECT_EQ(plain.flat().values.to_vector(), hooked.flat().values.to_vector());
+}
+
+// The step does not zero its gradients before backward: each parameter's first contribution
+// replaces what the buffer held, so poisoned buffers give the gradients of zeroed ones and a
+// plain backward, with and without the bucket hook.
+TEST(Step, WhatTheGradientBuffersHeldBeforeTheStepDoesNotMatter) {
+  const Tensor x = testing::random_tensor({4, 1, 28, 28}, 1, 0.0f, 1.0f);
+  const Tensor labels = Tensor::from_ints({4}, std::vector<std::int32_t>{0, 1, 2, 3});
+  std::shared_ptr<models::Model> ref = fresh_model();
+  nn::FlatParameters flat = nn::flatten_parameters(*ref);
+  ref->set_step_seed(1, 0);
+  ops::fill_(flat.grads, 0.0f);
+  ref->loss(ref->forward(x), x, labels).backward();
+  const std::vector<float> want = flat.grads.to_vector();
+  for (const bool hooked : {false, true}) {
+    std::shared_ptr<models::Model> m = fresh_model();
+    Step step(*m, optim::optimizer_defaults("adam"), nullptr, 1);
+    if (hooked) step.on_bucket_ready = [](const GradBucket&) {};
+    std::vector<float> got;
+    step.before_update = [&](Tensor& g) { got = g.to_vector(); };
+    ops::fill_(step.flat().grads, std::numeric_limits<float>::quiet_NaN());
+    (void)step.run(x, labels, 0, 0);
+    ASSERT_EQ(want, got) << (hooked ? "with" : "without") << " the bucket hook";
+  }
+}
+
+// A classifier with a layer its forward pass skips: the graph never reaches its parameters.
+class SkipsALayer : public models::Model {
+ public:
+  SkipsALayer() : Model(models::find_model("fmnist-cnn")) {
+    register_module("used", used_);
+    register_module("skipped", skipped_);
+  }
+  Tensor forward(const Tensor& x) override { return used_->forward(x.view({x.size(0), 784})); }
+  std::string describe() const override { return "skips a layer"; }
+
+ private:
+  std::shared_ptr<nn::Linear> used_ = std::make_shared<nn::Linear>(784, 10);
+  std::shared_ptr<nn::Linear> skipped_ = std::make_shared<nn::Linear>(784, 10);
+};
+
+// Parameters the graph does not reach get zero gradients, whatever their buffers held, and so
+// do the buckets handed over with them.
+TEST(Step, ParametersTheGraphDoesNotReachGetZeros) {
+  const Tensor x = testing::random_tensor({4, 1, 28, 28}, 1, 0.0f, 1.0f);
+  const Tensor labels = Tensor::from_ints({4}, std::vector<std::int32_t>{0, 1, 2, 3});
+  for (const bool hooked : {false, true}) {
+    SkipsALayer m;
+    nn::initialize(m, 3);
+    Step step(m, optim::optimizer_defaults("sgd"), nullptr, 1);
+    bool finite_buckets = true;
+    if (hooked)
+      step.on_bucket_ready = [&](const GradBucket& b) {
+        for (float v : b.grads.to_vector()) finite_buckets = finite_buckets && std::isfinite(v);
+      };
+    std::vector<float> got;
+    step.before_update = [&](Tensor& g) { got = g.to_vector(); };
+    ops::fill_(step.flat().grads, std::numeric_limits<float>::quiet_NaN());
+    (void)step.run(x, labels, 0, 0);
+    EXPECT_TRUE(finite_buckets);
+    std::int64_t at = 0;
+    for (const auto& [name, t] : m.parameters()) {
+      const bool skipped = name.rfind("skipped.", 0) == 0;
+      bool zeros = true, finite = true;
+      for (std::int64_t i = at; i < at + t.numel(); ++i) {
+        zeros = zeros && got[static_cast<std::size_t>(i)] == 0.0f;
+        finite = finite && std::isfinite(got[static_cast<std::size_t>(i)]);
+      }
+      EXPECT_TRUE(finite) << name;
+      if (skipped) EXPECT_TRUE(zeros) << name;
+      at += t.numel();
+    }
+  }
 }
 
 // Three steps of the cnn under a context; returns the final parameters.

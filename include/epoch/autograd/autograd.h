@@ -16,7 +16,10 @@ struct Node;
 /// The autograd state of a tensor.
 struct Meta {
   bool requires_grad = false;
-  Tensor grad;                 // leaves: accumulated across backward calls
+  Tensor grad;  // leaves: accumulated across backward calls
+  // A leaf whose grad holds stale values: the next contribution replaces them rather than adds
+  // to them (a training step marks its parameters so instead of zeroing their gradients).
+  bool grad_stale = false;
   std::shared_ptr<Node> node;  // the function that produced this tensor (null for a leaf)
 };
 
@@ -53,6 +56,14 @@ bool needs_grad(const Ts&... ts) {
 /// Makes `out` the result of a node over `inputs` with the given backward closure.
 /// Call only when needs_grad(inputs...) is true. The closure must capture detached tensors.
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+/// Inside a backward closure: the gradient buffer of the running node's input `input`, when
+/// that input is a leaf whose buffer is stale (Meta::grad_stale) and has like's shape and
+/// device, so that the closure writes the gradient straight into it instead of into a new
+/// tensor that is then copied there. The buffer is no longer stale after this call: the closure
+/// must overwrite all of it and return an undefined gradient for that input. Undefined
+/// otherwise (outside a closure too): then the closure returns the gradient as usual.
+Tensor gradient_destination(std::size_t input, const Tensor& like);
 
 /// Called during backward with a leaf whose gradient is complete: every node of the graph that
 /// feeds it has run, so nothing more will be added to it by this backward.

@@ -20,8 +20,10 @@ struct LinearGrads {
   Tensor dw;  // (OUT, IN)
   Tensor db;  // (OUT), undefined without bias
 };
+/// dw_into, when defined (contiguous, w's shape and device), is where dw is written: g.dw is
+/// then that tensor.
 LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, bool has_bias,
-                            bool need_dx = true);
+                            bool need_dx = true, const Tensor& dw_into = Tensor());
 
 /// y = x + b broadcast over channels.  x (N, C, ...) , b (C). Returns a new tensor.
 Tensor bias_add_forward(const Tensor& x, const Tensor& b);

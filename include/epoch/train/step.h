@@ -94,6 +94,11 @@ class Step {
   std::vector<GradBucket> buckets_;
   std::vector<int> bucket_of_;  // per parameter (Module::parameters() order)
   std::unordered_map<const autograd::Meta*, int> parameter_index_;
+  std::vector<std::shared_ptr<autograd::Meta>> parameter_metas_;  // Module::parameters() order
+  // Instead of zeroing the gradients before backward: their first contribution replaces them
+  // (autograd::Meta::grad_stale), and those that got none are zeroed when complete.
+  void mark_gradients_stale();
+  void zero_if_stale(autograd::Meta& meta);
 };
 
 }  // namespace epoch::train
