@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <utility>
 
 #include "epoch/dist/gradient_averager.h"
 #include "epoch/tensor/error.h"
@@ -53,7 +54,7 @@ BucketedTiming time_bucketed_allreduce(dist::ProcessGroup& group,
       if (i >= warmup) (plain_now ? plain_s : bucketed_s).push_back(s);
       std::fill(data.begin(), data.end(), 1.0f);  // keep the values finite
     }
-  return {median(bucketed_s), median(plain_s)};
+  return {median(std::move(bucketed_s)), median(std::move(plain_s))};
 }
 
 double time_allreduce(dist::ProcessGroup& group, std::int64_t bytes, int warmup, int reps) {
@@ -70,9 +71,7 @@ double time_allreduce(dist::ProcessGroup& group, std::int64_t bytes, int warmup,
     if (i >= warmup) times.push_back(s);
     std::fill(data.begin(), data.end(), 1.0f);  // keep the values finite
   }
-  std::sort(times.begin(), times.end());
-  const std::size_t n = times.size();
-  return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  return median(std::move(times));
 }
 
 double ring_allreduce_seconds(const AlphaBeta& m, int ranks, std::int64_t bytes) {
