@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <string_view>
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/autograd/functions.h"
@@ -330,8 +331,10 @@ void initialize(Module& module, std::uint64_t seed) {
   for (auto& [name, t] : module.parameters()) {
     Tensor host = Tensor::empty(t.shape());
     float* p = host.f32();
-    const bool is_bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
-    if (is_bias) {
+    const auto ends_with = [&](std::string_view end) {
+      return name.size() >= end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
+    };
+    if (ends_with("bias") || ends_with("_peephole")) {
       std::fill_n(p, host.numel(), 0.0f);
     } else if (t.ndim() == 1) {
       std::fill_n(p, host.numel(), 1.0f);

@@ -166,7 +166,8 @@ class Lrn : public Module {
 };
 
 /// Deterministic initialization of every parameter from (seed, parameter path): weights
-/// Glorot-uniform (fan-in/out from the shape), biases zero, 1-D scales (batch-norm gamma) one.
+/// Glorot-uniform (fan-in/out from the shape), biases and peepholes (names ending in "bias" and
+/// "_peephole") zero, 1-D scales (batch-norm gamma) one.
 void initialize(Module& module, std::uint64_t seed);
 
 }  // namespace epoch::nn
