@@ -411,6 +411,8 @@ const char* task_name(Task task) {
       return "binary";
     case Task::reconstruction:
       return "reconstruction";
+    case Task::frame_prediction:
+      return "frame prediction";
   }
   return "?";
 }
@@ -471,6 +473,8 @@ Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor&
       return bce_with_logits(output, ops::i32_to_f32(labels).view({labels.numel(), 1}));
     case Task::reconstruction:
       return mse_loss(output, flatten(x.detach()));
+    case Task::frame_prediction:
+      EPOCH_THROW(InvalidArgument, "a frame-prediction model computes its own loss");
   }
   EPOCH_THROW(InvalidArgument, "unknown task");
 }

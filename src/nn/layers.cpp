@@ -332,7 +332,8 @@ void initialize(Module& module, std::uint64_t seed) {
     Tensor host = Tensor::empty(t.shape());
     float* p = host.f32();
     const auto ends_with = [&](std::string_view end) {
-      return name.size() >= end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
+      return name.size() >= end.size() &&
+             name.compare(name.size() - end.size(), end.size(), end) == 0;
     };
     if (ends_with("bias") || ends_with("_peephole")) {
       std::fill_n(p, host.numel(), 0.0f);

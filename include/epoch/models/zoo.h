@@ -16,9 +16,10 @@ namespace epoch::models {
 
 /// What a model's output means, which fixes its loss and its metric.
 enum class Task {
-  classification,  // logits (N, K); softmax cross-entropy; accuracy of the argmax
-  binary,          // one logit (N, 1); BCE from logits; accuracy at probability 0.5
-  reconstruction,  // (N, D) in [0, 1] after a sigmoid; MSE against the flattened input
+  classification,    // logits (N, K); softmax cross-entropy; accuracy of the argmax
+  binary,            // one logit (N, 1); BCE from logits; accuracy at probability 0.5
+  reconstruction,    // (N, D) in [0, 1] after a sigmoid; MSE against the flattened input
+  frame_prediction,  // a video model's per-step loss terms (N, T, K); the model's own loss
 };
 const char* task_name(Task task);
 
