@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "epoch/data/synth.h"
+#include "epoch/data/synth_video.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/error.h"
 
@@ -17,6 +18,8 @@ namespace {
 
 struct SynthOptions {
   data::SynthConfig config;
+  data::VideoSynthConfig video;
+  std::vector<CLI::Option*> image_only, video_only;  // flags of one family of kinds
   std::string size;
   bool no_cifar_binary = false;
   int threads = 0;
@@ -51,7 +54,60 @@ std::string human_bytes(std::int64_t bytes) {
   return buf;
 }
 
+// Flags that belong to the other family of kinds are refused, naming the first one given.
+void refuse_flags(const std::vector<CLI::Option*>& flags, const std::string& kind) {
+  for (const CLI::Option* f : flags)
+    if (f->count() > 0) EPOCH_THROW(ConfigError, f->get_name(), " does not apply to --kind ", kind);
+}
+
+int run_synth_video(SynthOptions& o) {
+  data::VideoSynthConfig& v = o.video;
+  refuse_flags(o.image_only, "video");
+  v.out_dir = o.config.out_dir;
+  v.seed = o.config.seed;
+  v.quality = o.config.quality;
+  if (!o.size.empty()) parse_size(o.size, v.width, v.height);
+  ops::set_num_threads(o.threads);
+  const auto start = std::chrono::steady_clock::now();
+  const data::VideoSynthSummary s = data::write_synth_video(v);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::int64_t frames = (s.train_sequences + s.val_sequences) * s.frames;
+  const double rate = seconds > 0 ? static_cast<double>(frames) / seconds : 0.0;
+  if (o.json) {
+    const nlohmann::json j{{"kind", "video"},
+                           {"out", v.out_dir},
+                           {"train_sequences", s.train_sequences},
+                           {"val_sequences", s.val_sequences},
+                           {"frames_per_sequence", s.frames},
+                           {"width", s.width},
+                           {"height", s.height},
+                           {"format", v.format},
+                           {"train_previous_frame_mse", s.train_baseline_mse},
+                           {"val_previous_frame_mse", s.val_baseline_mse},
+                           {"bytes", s.bytes},
+                           {"seconds", seconds},
+                           {"frames_per_s", rate}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf(
+      "synth video: %lld train + %lld validation sequences of %lld frames, %lldx%lld %s, "
+      "previous-frame MSE %.5f (train) %.5f (validation), %s in %.1f s (%.0f frames/s) -> %s\n",
+      static_cast<long long>(s.train_sequences), static_cast<long long>(s.val_sequences),
+      static_cast<long long>(s.frames), static_cast<long long>(s.width),
+      static_cast<long long>(s.height), v.format.c_str(), s.train_baseline_mse, s.val_baseline_mse,
+      human_bytes(s.bytes).c_str(), seconds, rate, v.out_dir.c_str());
+  return 0;
+}
+
 int run_synth(SynthOptions& o) {
+  const std::string& kind = o.config.kind;
+  if (kind != "catdog" && kind != "cifar10" && kind != "imagenet" && kind != "video")
+    EPOCH_THROW(ConfigError, "unknown synth kind '", kind,
+                "' (valid: catdog, cifar10, imagenet, video)");
+  if (kind == "video") return run_synth_video(o);
+  refuse_flags(o.video_only, o.config.kind);
   data::SynthConfig& c = o.config;
   if (!o.size.empty()) parse_size(o.size, c.width, c.height);
   c.cifar_binary = !o.no_cifar_binary;
@@ -97,7 +153,8 @@ int run_synth(SynthOptions& o) {
 }  // namespace
 
 void add_data_command(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("data", "Make datasets (synth: procedurally drawn images)");
+  CLI::App* cmd =
+      app.add_subcommand("data", "Make datasets (synth: procedurally drawn images and video)");
   cmd->require_subcommand(1);
   auto o = std::make_shared<SynthOptions>();
   data::SynthConfig& c = o->config;
@@ -105,20 +162,37 @@ void add_data_command(CLI::App& app, int& exit_code) {
       "synth",
       "Write a drawn image dataset: out/train/<class>/*.jpg and out/validation/... "
       "(imagenet: out/val/...)");
-  synth->add_option("--kind", c.kind, "catdog (500x375), cifar10 (32x32) or imagenet (256x256)")
+  synth
+      ->add_option("--kind", c.kind,
+                   "catdog (500x375), cifar10 (32x32), imagenet (256x256) or video (160x120 "
+                   "frames: out/train/seq_*/frame_*.png)")
       ->required();
   synth->add_option("--out", c.out_dir, "Output folder (must not hold train/ already)")->required();
-  synth->add_option("--count", c.count, "Training images, spread evenly over the classes")
-      ->capture_default_str();
-  synth->add_option("--val-count", c.val_count, "Validation images (default: count / 5)");
+  o->image_only.push_back(
+      synth->add_option("--count", c.count, "Training images, spread evenly over the classes")
+          ->capture_default_str());
+  o->image_only.push_back(
+      synth->add_option("--val-count", c.val_count, "Validation images (default: count / 5)"));
+  data::VideoSynthConfig& v = o->video;
+  o->video_only.push_back(synth->add_option("--sequences", v.sequences, "video: training sequences")
+                              ->capture_default_str());
+  o->video_only.push_back(
+      synth->add_option("--val-sequences", v.val_sequences,
+                        "video: validation sequences (default: a quarter, >= 1)"));
+  o->video_only.push_back(
+      synth->add_option("--frames", v.frames, "video: frames per sequence")->capture_default_str());
+  o->video_only.push_back(
+      synth->add_option("--format", v.format, "video: png or jpeg frames")->capture_default_str());
   synth->add_option("--size", o->size, "Image size WxH (default: the kind's)");
-  synth->add_option("--classes", c.classes, "Classes of the imagenet kind (2-1000, default 10)");
+  o->image_only.push_back(synth->add_option("--classes", c.classes,
+                                            "Classes of the imagenet kind (2-1000, default 10)"));
   synth->add_option("--seed", c.seed, "Seed: the same arguments draw the same images")
       ->capture_default_str()
       ->check(unsigned_64());
   synth->add_option("--quality", c.quality, "JPEG quality 1-100")->capture_default_str();
-  synth->add_flag("--no-cifar-binary", o->no_cifar_binary,
-                  "cifar10: skip the CIFAR-10 binary files in out/cifar-10-batches-bin");
+  o->image_only.push_back(
+      synth->add_flag("--no-cifar-binary", o->no_cifar_binary,
+                      "cifar10: skip the CIFAR-10 binary files in out/cifar-10-batches-bin"));
   synth->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(thread_count());
   synth->add_flag("--json", o->json, "Print the summary as JSON");
   synth->callback([o, &exit_code] { exit_code = run_synth(*o); });

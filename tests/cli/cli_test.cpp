@@ -221,8 +221,41 @@ TEST(Cli, DataSynthWritesADatasetAndRejectsBadArguments) {
   expect_one_line_error(run_epoch("data synth --kind catdog --size 4x4 --out " + (dir / "s"), dir),
                         1, "4x4");
   expect_one_line_error(run_epoch("data synth --kind zebra --out " + (dir / "s"), dir), 1,
-                        "unknown synth kind 'zebra'");
+                        "unknown synth kind 'zebra' (valid: catdog, cifar10, imagenet, video)");
   expect_one_line_error(run_epoch("data synth --kind catdog", dir), 2, "--out");
+  expect_one_line_error(run_epoch("data synth --kind catdog --frames 3 --out " + (dir / "s"), dir),
+                        1, "--frames does not apply to --kind catdog");
+}
+
+TEST(Cli, DataSynthVideoWritesSequencesAndTheirBaseline) {
+  testing::TempDir dir;
+  const std::string out = dir / "v";
+  const CommandResult j = run_epoch(
+      "data synth --kind video --sequences 2 --val-sequences 1 --frames 3 --size 32x24 --json "
+      "--out " +
+          out,
+      dir);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  ASSERT_EQ(count_lines(j.out), 1) << j.out;
+  const auto summary = nlohmann::json::parse(j.out);
+  EXPECT_EQ(summary["train_sequences"].get<int>(), 2);
+  EXPECT_EQ(summary["val_sequences"].get<int>(), 1);
+  EXPECT_EQ(summary["frames_per_sequence"].get<int>(), 3);
+  EXPECT_GT(summary["train_previous_frame_mse"].get<double>(), 0.0);
+  for (const char* f : {"train/seq_00000/frame_00000.png", "train/seq_00001/frame_00002.png",
+                        "validation/seq_00002/frame_00002.png", "baseline.json"})
+    EXPECT_TRUE(std::ifstream(out + "/" + f).good()) << f;
+  std::ifstream baseline(out + "/baseline.json");
+  EXPECT_EQ(nlohmann::json::parse(baseline)["train"]["previous_frame_mse"].get<double>(),
+            summary["train_previous_frame_mse"].get<double>());
+  expect_one_line_error(run_epoch("data synth --kind video --count 4 --out " + (dir / "s"), dir), 1,
+                        "--count does not apply to --kind video");
+  expect_one_line_error(run_epoch("data synth --kind video --frames 1 --out " + (dir / "s"), dir),
+                        1, "frames per sequence 1");
+  expect_one_line_error(run_epoch("data synth --kind video --format gif --out " + (dir / "s"), dir),
+                        1, "unknown format 'gif'");
+  expect_one_line_error(run_epoch("data synth --kind video --frames 2 --out " + out, dir), 1,
+                        "already exists");
   expect_one_line_error(run_epoch("data", dir), 2, "subcommand");
 }
 

@@ -19,6 +19,8 @@ struct Image {
 /// gray+alpha files give 1 channel, everything else 3 (alpha composited on white). IoError naming
 /// the file on a missing, truncated or corrupt file.
 Image read_png(const std::string& path);
+/// An 8-bit gray or RGB image as the bytes of a PNG file (IoError on failure).
+std::vector<std::uint8_t> encode_png(const Image& image);
 /// Writes an 8-bit gray or RGB PNG (IoError on failure).
 void write_png(const std::string& path, const Image& image);
 
