@@ -4,6 +4,10 @@ compares with.
 
   prednet.py --summary          parameter counts and convolution FLOPs per frame of the zoo's
                                 prednet and prednet-study, counted on these modules
+  prednet.py --bench MODEL      times training steps (Adam 1e-3) of the zoo's MODEL on random
+                                clips in [0, 1], as `epoch bench --model MODEL`: one JSON line
+                                with the median step and frames/s (--threads, --batch-size,
+                                --steps, --warmup)
   prednet.py --golden OUT       small PredNets on drawn weights and sequences: each one's loss
                                 terms, predicted frames, loss and every parameter's gradient
                                 (float64 here), as safetensors (f32), with the summary's counts
@@ -182,6 +186,32 @@ def golden_case(name, n, steps, stack, height, width, peepholes, gate, loss, lw,
     return out, config
 
 
+def bench(name, threads, batch, steps, warmup):
+    import statistics
+    import time
+    torch.set_num_threads(threads)
+    cfg = {"prednet": PREDNET, "prednet-study": PREDNET_STUDY}[name]
+    frames = 10 if name == "prednet" else 20
+    model = PredNet(**cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.rand(batch, frames, cfg["stack"][0], cfg["height"], cfg["width"])
+    times = []
+    for i in range(warmup + steps):
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        terms, _ = model(x)
+        loss = model.loss(terms)
+        loss.backward()
+        opt.step()
+        loss.item()
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    step = statistics.median(times)
+    return {"framework": "pytorch", "torch": torch.__version__, "model": name, "threads": threads,
+            "batch_size": batch, "frames_per_sample": frames, "steps": steps,
+            "train_step_ms_median": step * 1e3, "train_frames_per_s": batch * frames / step}
+
+
 def write_safetensors(path, tensors, metadata):
     header, blobs, offset = {"__metadata__": metadata}, [], 0
     for key, t in tensors.items():
@@ -203,7 +233,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--summary", action="store_true")
     p.add_argument("--golden", metavar="OUT")
+    p.add_argument("--bench", metavar="MODEL", choices=["prednet", "prednet-study"])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1)
     args = p.parse_args()
+    if args.bench:
+        batch = args.batch_size or (4 if args.bench == "prednet" else 1)
+        print(json.dumps(bench(args.bench, args.threads, batch, args.steps, args.warmup)))
     if args.summary:
         print(json.dumps(summary(), indent=1))
     if args.golden:
@@ -216,8 +254,8 @@ def main():
                 "summary": json.dumps(summary())}
         write_safetensors(args.golden, tensors, meta)
         print(f"wrote {len(tensors)} tensors to {args.golden}")
-    if not (args.summary or args.golden):
-        p.error("give --summary or --golden OUT")
+    if not (args.summary or args.golden or args.bench):
+        p.error("give --summary, --bench MODEL or --golden OUT")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,9 @@ nlohmann::json ComputeBenchResult::to_json() const {
           {"warmup", config.warmup},
           {"steps", config.steps},
           {"forward_flops_per_sample", forward_flops_per_sample},
+          {"frames_per_sample", frames_per_sample},
+          {"train_frames_per_s", train_images_per_s * static_cast<double>(frames_per_sample)},
+          {"infer_frames_per_s", infer_images_per_s * static_cast<double>(frames_per_sample)},
           {"train_step_ms_median", train_step_ms_median},
           {"train_step_ms_min", train_step_ms_min},
           {"train_images_per_s", train_images_per_s},
@@ -108,6 +111,8 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   r.config = c;
   r.threads_used = ops::num_threads();
   r.forward_flops_per_sample = model->flops(model->spec().input);
+  if (model->spec().task == models::Task::frame_prediction)
+    r.frames_per_sample = model->spec().input[0];
 
   std::int64_t step = 0;
   model->train(true);

@@ -255,6 +255,10 @@ void print_compute(const json& r) {
         r["world_size"].get<int>(), r["global_train_images_per_s"].get<double>(),
         r["comm_ms_median"].get<double>(), r["comm_exposed_ms_median"].get<double>(),
         100.0 * r["comm_hidden_fraction"].get<double>());
+  if (r.value("frames_per_sample", 1) > 1)
+    std::printf("  | clips of %d frames: train %.2f frames/s, inference %.2f frames/s",
+                r["frames_per_sample"].get<int>(), r["train_frames_per_s"].get<double>(),
+                r["infer_frames_per_s"].get<double>());
   if (r.contains("ratio_vs_pytorch"))
     std::printf("  | PyTorch %s %9.1f img/s  ratio %.2f",
                 r["torch_version"].get<std::string>().c_str(),

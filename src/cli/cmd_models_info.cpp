@@ -20,14 +20,14 @@ namespace {
 int run_models(bool json) {
   nlohmann::json all = nlohmann::json::array();
   if (!json)
-    std::printf("%-14s %-12s %12s %14s  %-14s %s\n", "name", "input", "parameters", "MFLOP/sample",
+    std::printf("%-14s %-14s %12s %14s  %-16s %s\n", "name", "input", "parameters", "MFLOP/sample",
                 "task", "description");
   for (const models::ModelSpec& spec : models::model_specs()) {
     const std::shared_ptr<models::Model> m = models::build_model(spec.name);
     const std::int64_t params = m->parameter_count();
     const std::int64_t flops = m->flops(spec.input);
-    const std::string input = std::to_string(spec.input[0]) + "x" + std::to_string(spec.input[1]) +
-                              "x" + std::to_string(spec.input[2]);
+    std::string input;  // 3x64x64, or frames x channels x height x width for video
+    for (std::int64_t d : spec.input) input += (input.empty() ? "" : "x") + std::to_string(d);
     if (json) {
       all.push_back({{"name", spec.name},
                      {"input", spec.input},
@@ -37,7 +37,7 @@ int run_models(bool json) {
                      {"outputs", spec.outputs},
                      {"description", spec.summary}});
     } else {
-      std::printf("%-14s %-12s %12lld %14.2f  %-14s %s\n", spec.name.c_str(), input.c_str(),
+      std::printf("%-14s %-14s %12lld %14.2f  %-16s %s\n", spec.name.c_str(), input.c_str(),
                   static_cast<long long>(params), static_cast<double>(flops) / 1e6,
                   models::task_name(spec.task), spec.summary.c_str());
     }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "epoch/autograd/functions.h"
+#include "epoch/models/prednet.h"
 #include "epoch/nn/layers.h"
 #include "epoch/nn/residual.h"
 #include "epoch/ops/convert.h"
@@ -302,10 +303,46 @@ Recipe alexnet_recipe() {
   return r;
 }
 
+// Video models (prednet.h): Lotter et al.'s configuration, and the hardware study's variant
+// (120x160 frames, per-pixel peepholes, next-frame MSE, state carried between windows of 20
+// frames of one long sequence).
+PredNetConfig prednet_config(const std::string& name) {
+  PredNetConfig c;  // the paper's defaults: 128x160, error units of layer 0
+  if (name == "prednet-study") {
+    c.height = 120;
+    c.peepholes = true;
+    c.loss = PredNetLoss::next_frame_mse;
+    c.carry_state = true;
+  }
+  return c;
+}
+
+std::shared_ptr<Model> make_prednet(const ModelSpec& spec) {
+  return build_prednet(spec, prednet_config(spec.name));
+}
+
+Recipe prednet_recipe() {
+  // Lotter et al.: Adam 1e-3, batch 4 (the study's variant: batch 1); no augmentation.
+  Recipe r;
+  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::adam);
+  r.optimizer.lr = 1e-3f;
+  r.schedule.kind = optim::ScheduleKind::constant;
+  r.warmup_steps = 0;
+  r.batch_size = 4;
+  return r;
+}
+
+Recipe prednet_study_recipe() {
+  Recipe r = prednet_recipe();
+  r.batch_size = 1;
+  return r;
+}
+
 struct Entry {
   ModelSpec spec;
-  void (*build)(Layers&);
+  void (*build)(Layers&);  // a LayerStack's layers
   Recipe (*recipe)();
+  std::shared_ptr<Model> (*make)(const ModelSpec&) = nullptr;  // a model that is no stack
 };
 
 const std::vector<Entry>& entries() {
@@ -394,6 +431,24 @@ const std::vector<Entry>& entries() {
           {}},
          resnet50,
          imagenet_recipe},
+        {{"prednet",
+          "PredNet (Lotter et al.): 4 ConvLSTM layers, 10-frame clips of 128x160",
+          {10, 3, 128, 160},
+          4,
+          Task::frame_prediction,
+          {}},
+         nullptr,
+         prednet_recipe,
+         make_prednet},
+        {{"prednet-study",
+          "PredNet with peepholes, next-frame MSE, 20-frame windows of 120x160",
+          {20, 3, 120, 160},
+          1,
+          Task::frame_prediction,
+          {}},
+         nullptr,
+         prednet_study_recipe,
+         make_prednet},
     };
     for (Entry& e : v) e.spec.recipe = e.recipe();  // the specs above leave it for this
     return v;
@@ -456,6 +511,7 @@ std::shared_ptr<Model> build_model(const std::string& name) {
   const ModelSpec& spec = find_model(name);
   for (const Entry& e : entries())
     if (e.spec.name == name) {
+      if (e.make != nullptr) return e.make(spec);
       auto model = std::make_shared<LayerStack>(spec);
       Layers layers(*model);
       e.build(layers);

@@ -67,6 +67,7 @@ void check_config(const TrainConfig& c) {
     EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
   if (c.run.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.run.threads);
   if (c.schedule.warmup_steps < -1) EPOCH_THROW(ConfigError, "--warmup-steps must be >= 0");
+  check_trains_on_images(models::find_model(c.run.model));
 }
 
 std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,

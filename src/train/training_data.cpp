@@ -92,8 +92,17 @@ std::unique_ptr<data::SampleSource> open_evaluation_data(
   return std::move(open_training_data(c, spec).val);
 }
 
+void check_trains_on_images(const models::ModelSpec& spec) {
+  if (spec.task == models::Task::frame_prediction)
+    EPOCH_THROW(ConfigError, "model ", spec.name,
+                " predicts video frames, and training on data is not supported for it yet "
+                "(`epoch bench --model ",
+                spec.name, "` times its training steps)");
+}
+
 TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& spec,
                                 bool validation_optional) {
+  check_trains_on_images(spec);
   TrainingData d;
   const std::int64_t classes = spec.task == models::Task::classification ? spec.outputs : 2;
   const data::DatasetLocation where = data::locate_dataset(c.data.source);

@@ -163,7 +163,14 @@ TEST(Cli, ModelsInfoAndBench) {
   testing::TempDir dir;
   const CommandResult m = run_epoch("models --json", dir);
   ASSERT_EQ(m.exit_code, 0) << m.err;
-  EXPECT_EQ(nlohmann::json::parse(m.out).size(), 11u);
+  const nlohmann::json models = nlohmann::json::parse(m.out);
+  EXPECT_EQ(models.size(), 13u);
+  EXPECT_EQ(models.back()["input"], nlohmann::json({20, 3, 120, 160}));  // prednet-study's clips
+  EXPECT_EQ(models.back()["task"], "frame prediction");
+  // Video models are refused by the image trainer with one line, before a run folder is made.
+  expect_one_line_error(run_epoch("train --model prednet --out " + (dir / "p"), dir), 1,
+                        "predicts video frames");
+  EXPECT_FALSE(std::filesystem::exists(dir / "p"));
   const CommandResult i = run_epoch("info --json", dir);
   ASSERT_EQ(i.exit_code, 0) << i.err;
   const nlohmann::json info = nlohmann::json::parse(i.out);

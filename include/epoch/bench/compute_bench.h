@@ -29,6 +29,7 @@ struct ComputeBenchResult {
   ComputeBenchConfig config;
   int threads_used = 0;
   std::int64_t forward_flops_per_sample = 0;
+  std::int64_t frames_per_sample = 1;  // a video model's clip length (its figures per frame too)
   double train_step_ms_median = 0, train_step_ms_min = 0, train_images_per_s = 0, train_gflops = 0;
   double infer_ms_median = 0, infer_images_per_s = 0, infer_gflops = 0;
   // Under mpirun (several ranks): each rank's batch is the batch; the step's communication.

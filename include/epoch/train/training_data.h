@@ -24,6 +24,9 @@ struct TrainingData {
   bool from_files() const { return kind == "image-folder"; }
 };
 
+/// ConfigError for a model the image pipeline cannot feed (a video model, Task::frame_prediction).
+void check_trains_on_images(const models::ModelSpec& spec);
+
 /// `data` is: empty (Debian's Fashion-MNIST), "synthetic" (generated in memory at the model's
 /// input size), "cifar10:DIR", or a folder holding MNIST-format IDX files, CIFAR-10 binaries
 /// (directly or in cifar-10-batches-bin/), train/ plus validation/ (or val/, test/) image
