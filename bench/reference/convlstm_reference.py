@@ -7,11 +7,12 @@ file is safetensors (f32), written without the safetensors package.
 Usage: bench/reference/convlstm_reference.py OUT.safetensors   (needs torch: scripts/setup-reference.sh)"""
 
 import json
-import struct
 import sys
 
 import torch
 import torch.nn.functional as F
+
+from prednet import write_safetensors  # the same directory
 
 # name, batch, steps, in channels, hidden, height, width, kernel, peepholes, gate activation
 CASES = [
@@ -83,23 +84,6 @@ def case_tensors(name, n, steps, cin, hidden, height, width, k, peepholes, kind,
     out[f"{name}.hidden"] = hs.detach().float()
     out[f"{name}.c_last"] = c_last.detach().float()
     return out
-
-
-def write_safetensors(path, tensors, metadata):
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for key, t in tensors.items():
-        data = t.contiguous().numpy().astype("<f4").tobytes()
-        header[key] = {"dtype": "F32", "shape": list(t.shape),
-                       "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def main():

@@ -33,10 +33,14 @@ ConvGeometry geometry(const Conv2dDims& d, ConvAlgo algo) {
   // Winograd asked for by name in every direction (see conv2d_winograd_eligible); where oneDNN
   // has no Winograd kernel for this CPU, these sizes or these post-ops, `with_winograd` falls
   // back to convolution_auto, which then runs direct convolution.
-  // Below a batch of 8 (measured at 8 to 64) oneDNN's own rule still decides, as it did.
+  // Below a batch of 8 (measured at 8 to 64) oneDNN's own rule still decides where the batch
+  // has fewer than 64 output tiles of 4x4: its rule keeps direct convolution for small
+  // batches of large frames too (PredNet's ConvLSTMs at batch 1-4), where Winograd made a
+  // prednet-study step 1.3-1.5x faster (docs/BENCHMARKS.md W).
   if (algo == ConvAlgo::automatic && conv2d_winograd_eligible(d))
-    g.algorithm =
-        d.N >= 8 ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_auto;
+    g.algorithm = d.N >= 8 || d.N * ((d.OH + 3) / 4) * ((d.OW + 3) / 4) >= 64
+                      ? dnnl::algorithm::convolution_winograd
+                      : dnnl::algorithm::convolution_auto;
   g.src = {d.N, d.C, d.H, d.W};
   if (d.groups == 1)
     g.wei = {d.OC, d.C, d.KH, d.KW};

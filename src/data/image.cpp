@@ -4,6 +4,7 @@
 #include <png.h>
 
 #include "epoch/data/image_codec.h"
+#include "epoch/tensor/file_io.h"
 
 namespace epoch::data {
 
@@ -36,17 +37,8 @@ std::vector<std::uint8_t> encode_png(const Image& image) {
 }
 
 void write_png(const std::string& path, const Image& image) {
-  EPOCH_CHECK(image.channels == 1 || image.channels == 3, "write_png: channels must be 1 or 3");
-  EPOCH_CHECK(
-      static_cast<std::int64_t>(image.pixels.size()) == image.width * image.height * image.channels,
-      "write_png: pixel buffer size does not match the image size");
-  png_image png{};
-  png.version = PNG_IMAGE_VERSION;
-  png.width = static_cast<png_uint_32>(image.width);
-  png.height = static_cast<png_uint_32>(image.height);
-  png.format = image.channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
-  if (png_image_write_to_file(&png, path.c_str(), 0, image.pixels.data(), 0, nullptr) == 0)
-    EPOCH_THROW(IoError, path, ": cannot write PNG (", png.message, ")");
+  // Atomic replacement without fsync, as write_jpeg: a reader never sees half an image.
+  write_file_atomic(path, encode_png(image), /*durable=*/false);
 }
 
 }  // namespace epoch::data

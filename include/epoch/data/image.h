@@ -21,7 +21,7 @@ struct Image {
 Image read_png(const std::string& path);
 /// An 8-bit gray or RGB image as the bytes of a PNG file (IoError on failure).
 std::vector<std::uint8_t> encode_png(const Image& image);
-/// Writes an 8-bit gray or RGB PNG (IoError on failure).
+/// Writes an 8-bit gray or RGB PNG atomically (IoError on failure).
 void write_png(const std::string& path, const Image& image);
 
 }  // namespace epoch::data
