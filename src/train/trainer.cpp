@@ -36,39 +36,13 @@
 #include "epoch/train/run_dir.h"
 #include "epoch/train/step.h"
 #include "epoch/train/training_data.h"
+#include "run_parts.h"
 
 namespace epoch::train {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
-
-std::string default_run_dir(const std::string& model) {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  return "runs/" + model + "-" + stamp;
-}
-
-void check_config(const TrainConfig& c) {
-  if (c.run.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.run.epochs);
-  if (c.run.batch_size < 1)
-    EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.run.batch_size);
-  if (c.run.eval_batch_size < 0) EPOCH_THROW(ConfigError, "eval batch size must be >= 0 (0: auto)");
-  if (!(c.optimizer.lr > 0.0f) || !std::isfinite(c.optimizer.lr))
-    EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
-  if (c.run.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.run.threads);
-  if (c.schedule.warmup_steps < -1) EPOCH_THROW(ConfigError, "--warmup-steps must be >= 0");
-  check_trains_on_images(models::find_model(c.run.model));
-}
 
 std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
                                                        const data::Preprocessing& pre,
@@ -86,122 +60,6 @@ std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
           {"test_loss", std::to_string(eval.loss)},
           {"test_accuracy", std::to_string(eval.accuracy)},
           {"epoch_version", EPOCH_VERSION}};
-}
-
-}  // namespace
-
-namespace {
-
-/// Rank of an evaluation for best.safetensors: higher accuracy, else lower loss.
-bool better_than(const EvalResult& a, double best_accuracy, double best_loss) {
-  if (a.accuracy >= 0) return a.accuracy > best_accuracy;
-  return a.loss < best_loss;
-}
-
-/// Bytes of one batch of float inputs, refused when it alone would not fit in this machine's
-/// memory (a --batch-size typo would otherwise end in a bare "out of memory").
-void check_batch_fits(const TrainConfig& c, const models::ModelSpec& spec) {
-  const double bytes = static_cast<double>(c.run.batch_size) * static_cast<double>(spec.input[0]) *
-                       static_cast<double>(spec.input[1]) * static_cast<double>(spec.input[2]) *
-                       sizeof(float);
-  const double memory =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (memory > 0 && bytes > 0.5 * memory)
-    EPOCH_THROW(ConfigError, "--batch-size ", c.run.batch_size, ": one batch of ", spec.name,
-                " inputs needs ", std::llround(bytes / (1 << 30)),
-                " GiB, more than half of this machine's ", std::llround(memory / (1 << 30)),
-                " GiB");
-}
-
-}  // namespace
-
-namespace {
-
-/// Where a run starts: nothing for a new run, the last checkpoint's position for a resumed one.
-struct ResumePoint {
-  SafetensorsFile checkpoint;  // empty for a new run
-  std::int64_t epoch = 0;      // completed epochs
-  std::int64_t step = 0;       // optimizer steps taken
-  double best_accuracy = -1.0, best_loss = HUGE_VAL;
-};
-
-/// Reads the resumed run's position (its configuration must allow what `c` asks), or checks
-/// that a new run's folder holds no run.
-ResumePoint resume_point(const TrainConfig& c, const fs::path& run_dir) {
-  ResumePoint r;
-  if (!c.run.resume) {
-    switch (run_state(run_dir.string())) {
-      case RunState::empty:
-        return r;
-      case RunState::started:
-        EPOCH_THROW(ConfigError, run_dir.string(),
-                    " holds a run that stopped before its first checkpoint: remove the folder "
-                    "or choose another --out");
-      case RunState::checkpointed:
-        EPOCH_THROW(ConfigError, run_dir.string(),
-                    " already holds a run: pass --resume to continue it or choose another --out");
-    }
-  }
-  r.checkpoint = read_last_checkpoint(run_dir.string());
-  if (const std::string conflicts = resume_conflicts(stored_config(r.checkpoint), c);
-      !conflicts.empty())
-    EPOCH_THROW(
-        ConfigError, "resuming ", run_dir.string(),
-        " continues the run as it was started; these settings would change it: ", conflicts);
-  r.epoch = metadata_int(r.checkpoint, "epoch", 0, std::int64_t{1} << 40);
-  r.step = metadata_int(r.checkpoint, "step", 0, std::int64_t{1} << 62);
-  if (r.checkpoint.metadata.count("best_test_loss") > 0) {  // older checkpoints lack them
-    r.best_accuracy = metadata_number(r.checkpoint, "best_test_accuracy");
-    r.best_loss = metadata_number(r.checkpoint, "best_test_loss");
-  }
-  return r;
-}
-
-Device training_device(const TrainConfig& c) {
-  Device device = parse_device(c.run.device);
-  // Plain "cuda" under an MPI launcher: each rank of a host takes the next GPU (as torchrun's
-  // LOCAL_RANK); "cuda:N" is taken as given.
-  const dist::ProcessGroup& group = dist::ProcessGroup::world();
-  if (c.run.device == "cuda" && group.distributed() && memory::cuda_device_count() > 0)
-    device = Device::cuda(group.local_rank() % memory::cuda_device_count());
-  if (device.is_cuda() && device.index >= memory::cuda_device_count())
-    EPOCH_THROW(ConfigError, "--device ", c.run.device, ": no such CUDA device (",
-                memory::cuda_device_count(), " visible",
-                EPOCH_WITH_CUDA ? "" : "; built without CUDA", ")");
-  return device;
-}
-
-/// The run's learning-rate schedule over its planned steps.
-std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
-                                                    std::int64_t steps_per_epoch,
-                                                    std::int64_t global_batch) {
-  optim::ScheduleConfig sched = c.schedule;
-  // The linear scaling rule scales by the global batch (every rank's samples of a step).
-  sched.base_lr =
-      optim::scaled_lr(c.optimizer.lr, c.schedule.lr_scaling, global_batch, c.schedule.base_batch);
-  sched.total_steps = steps_per_epoch * c.run.epochs;
-  if (c.schedule.warmup_epochs > 0.0)
-    sched.warmup_steps =
-        std::llround(c.schedule.warmup_epochs * static_cast<double>(steps_per_epoch));
-  else
-    sched.warmup_steps = c.schedule.warmup_steps >= 0
-                             ? c.schedule.warmup_steps
-                             : std::min<std::int64_t>(300, sched.total_steps / 10);
-  return optim::make_schedule(sched);
-}
-
-void write_run_config(const fs::path& run_dir, const TrainConfig& c, const models::Model& model,
-                      int world) {
-  json cfg = c.to_json();
-  cfg["model_parameters"] = model.parameter_count();
-  cfg["threads_used"] = ops::num_threads();
-  cfg["world_size"] = world;  // processes (mpirun ranks); batch_size is per process
-  cfg["global_batch_size"] = c.run.batch_size * world;
-  cfg["epoch_version"] = EPOCH_VERSION;
-  const std::string text = cfg.dump(2) + "\n";
-  write_file_atomic((run_dir / "config.json").string(),
-                    std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
-                    true);
 }
 
 /// Everything one call of train() holds, built in this order.
@@ -434,7 +292,8 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   if (c.run.out_dir.empty()) c.run.out_dir = default_run_dir(c.run.model);
   Warnings own_warnings(stderr);  // --quiet silences progress, never warnings
   Warnings& warnings = warnings_in != nullptr ? *warnings_in : own_warnings;
-  check_config(c);
+  check_common_config(c);
+  check_trains_on_images(models::find_model(c.run.model));
 
   // The run directory: one process at a time from here on (a killed holder's lock is
   // released by the kernel), then where the run starts.

@@ -1,0 +1,138 @@
+// The parts both trainers share (see run_parts.h).
+#include "run_parts.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "epoch/dist/process_group.h"
+#include "epoch/tensor/file_io.h"
+#include "epoch/train/checkpoint.h"
+#include "epoch/train/run_dir.h"
+
+namespace epoch::train {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+std::string default_run_dir(const std::string& model) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return "runs/" + model + "-" + stamp;
+}
+
+void check_common_config(const TrainConfig& c) {
+  if (c.run.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.run.epochs);
+  if (c.run.batch_size < 1)
+    EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.run.batch_size);
+  if (c.run.eval_batch_size < 0) EPOCH_THROW(ConfigError, "eval batch size must be >= 0 (0: auto)");
+  if (!(c.optimizer.lr > 0.0f) || !std::isfinite(c.optimizer.lr))
+    EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
+  if (c.run.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.run.threads);
+  if (c.schedule.warmup_steps < -1) EPOCH_THROW(ConfigError, "--warmup-steps must be >= 0");
+}
+
+bool better_than(const EvalResult& a, double best_accuracy, double best_loss) {
+  if (a.accuracy >= 0) return a.accuracy > best_accuracy;
+  return a.loss < best_loss;
+}
+
+void check_batch_fits(const TrainConfig& c, const models::ModelSpec& spec) {
+  double bytes = static_cast<double>(c.run.batch_size) * sizeof(float);
+  for (const std::int64_t d : spec.input) bytes *= static_cast<double>(d);
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && bytes > 0.5 * memory)
+    EPOCH_THROW(ConfigError, "--batch-size ", c.run.batch_size, ": one batch of ", spec.name,
+                " inputs needs ", std::llround(bytes / (1 << 30)),
+                " GiB, more than half of this machine's ", std::llround(memory / (1 << 30)),
+                " GiB");
+}
+
+ResumePoint resume_point(const TrainConfig& c, const std::filesystem::path& run_dir) {
+  ResumePoint r;
+  if (!c.run.resume) {
+    switch (run_state(run_dir.string())) {
+      case RunState::empty:
+        return r;
+      case RunState::started:
+        EPOCH_THROW(ConfigError, run_dir.string(),
+                    " holds a run that stopped before its first checkpoint: remove the folder "
+                    "or choose another --out");
+      case RunState::checkpointed:
+        EPOCH_THROW(ConfigError, run_dir.string(),
+                    " already holds a run: pass --resume to continue it or choose another --out");
+    }
+  }
+  r.checkpoint = read_last_checkpoint(run_dir.string());
+  if (const std::string conflicts = resume_conflicts(stored_config(r.checkpoint), c);
+      !conflicts.empty())
+    EPOCH_THROW(
+        ConfigError, "resuming ", run_dir.string(),
+        " continues the run as it was started; these settings would change it: ", conflicts);
+  r.epoch = metadata_int(r.checkpoint, "epoch", 0, std::int64_t{1} << 40);
+  r.step = metadata_int(r.checkpoint, "step", 0, std::int64_t{1} << 62);
+  if (r.checkpoint.metadata.count("best_test_loss") > 0) {  // older checkpoints lack them
+    r.best_accuracy = metadata_number(r.checkpoint, "best_test_accuracy");
+    r.best_loss = metadata_number(r.checkpoint, "best_test_loss");
+  }
+  return r;
+}
+
+Device training_device(const TrainConfig& c) {
+  Device device = parse_device(c.run.device);
+  // Plain "cuda" under an MPI launcher: each rank of a host takes the next GPU (as torchrun's
+  // LOCAL_RANK); "cuda:N" is taken as given.
+  const dist::ProcessGroup& group = dist::ProcessGroup::world();
+  if (c.run.device == "cuda" && group.distributed() && memory::cuda_device_count() > 0)
+    device = Device::cuda(group.local_rank() % memory::cuda_device_count());
+  if (device.is_cuda() && device.index >= memory::cuda_device_count())
+    EPOCH_THROW(ConfigError, "--device ", c.run.device, ": no such CUDA device (",
+                memory::cuda_device_count(), " visible",
+                EPOCH_WITH_CUDA ? "" : "; built without CUDA", ")");
+  return device;
+}
+
+std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
+                                                    std::int64_t steps_per_epoch,
+                                                    std::int64_t global_batch) {
+  optim::ScheduleConfig sched = c.schedule;
+  // The linear scaling rule scales by the global batch (every rank's samples of a step).
+  sched.base_lr =
+      optim::scaled_lr(c.optimizer.lr, c.schedule.lr_scaling, global_batch, c.schedule.base_batch);
+  sched.total_steps = steps_per_epoch * c.run.epochs;
+  if (c.schedule.warmup_epochs > 0.0)
+    sched.warmup_steps =
+        std::llround(c.schedule.warmup_epochs * static_cast<double>(steps_per_epoch));
+  else
+    sched.warmup_steps = c.schedule.warmup_steps >= 0
+                             ? c.schedule.warmup_steps
+                             : std::min<std::int64_t>(300, sched.total_steps / 10);
+  return optim::make_schedule(sched);
+}
+
+void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c,
+                      const models::Model& model, int world) {
+  json cfg = c.to_json();
+  cfg["model_parameters"] = model.parameter_count();
+  cfg["threads_used"] = ops::num_threads();
+  cfg["world_size"] = world;  // processes (mpirun ranks); batch_size is per process
+  cfg["global_batch_size"] = c.run.batch_size * world;
+  cfg["epoch_version"] = EPOCH_VERSION;
+  const std::string text = cfg.dump(2) + "\n";
+  write_file_atomic((run_dir / "config.json").string(),
+                    std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
+                    true);
+}
+
+}  // namespace epoch::train

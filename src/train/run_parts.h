@@ -1,0 +1,61 @@
+// What the image trainer (trainer.cpp) and the clip trainer (clip_trainer.cpp) share: where a
+// run starts and on what device, its planned schedule, its config.json, and the checks before
+// it starts. Internal to the train layer.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "epoch/models/zoo.h"
+#include "epoch/optim/schedule.h"
+#include "epoch/tensor/safetensors.h"
+#include "epoch/train/evaluate.h"
+#include "epoch/train/trainer.h"
+
+namespace epoch::train {
+
+/// The process's peak resident memory so far, in MiB.
+double peak_rss_mib();
+
+/// runs/<model>-<date>-<time>.
+std::string default_run_dir(const std::string& model);
+
+/// ConfigError for settings no run can take (epochs, batch, learning rate, threads, warm-up).
+void check_common_config(const TrainConfig& c);
+
+/// Refuses a --batch-size whose input batch alone would need over half of this machine's
+/// memory (a typo would otherwise end in a bare "out of memory").
+void check_batch_fits(const TrainConfig& c, const models::ModelSpec& spec);
+
+/// Where a run starts: nothing for a new run, the last checkpoint's position for a resumed one.
+struct ResumePoint {
+  SafetensorsFile checkpoint;  // empty for a new run
+  std::int64_t epoch = 0;      // completed epochs
+  std::int64_t step = 0;       // optimizer steps taken
+  double best_accuracy = -1.0, best_loss = HUGE_VAL;
+};
+
+/// Reads the resumed run's position (its configuration must allow what `c` asks), or checks
+/// that a new run's folder holds no run.
+ResumePoint resume_point(const TrainConfig& c, const std::filesystem::path& run_dir);
+
+/// Rank of an evaluation for best.safetensors: higher accuracy, else lower loss.
+bool better_than(const EvalResult& a, double best_accuracy, double best_loss);
+
+/// The run's device (plain "cuda" under mpirun: each rank of a host its own GPU).
+Device training_device(const TrainConfig& c);
+
+/// The run's learning-rate schedule over its planned steps.
+std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
+                                                    std::int64_t steps_per_epoch,
+                                                    std::int64_t global_batch);
+
+/// config.json: the stored settings and, for readers, what the run found (parameters, threads,
+/// ranks).
+void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c,
+                      const models::Model& model, int world);
+
+}  // namespace epoch::train
