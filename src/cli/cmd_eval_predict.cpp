@@ -1,5 +1,6 @@
 // `epoch eval CKPT` and `epoch predict CKPT INPUT...`: both use the model, weights and
 // preprocessing stored in the checkpoint.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "cli/flag_checks.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/warnings.h"
+#include "epoch/train/clips.h"
 #include "epoch/train/evaluate.h"
 #include "epoch/train/inference.h"
 #include "epoch/train/training_data.h"
@@ -23,6 +25,43 @@ struct EvalOptions {
   bool json = false;
 };
 
+bool predicts_frames(const train::TrainedModel& t) {
+  return t.model->spec().task == models::Task::frame_prediction;
+}
+
+/// A video model's evaluation: its loss and the previous-frame baseline on the same frames.
+int run_eval_clips(const EvalOptions& o, train::TrainedModel& t, const train::TrainConfig& c) {
+  train::ClipData d = train::open_clip_data(c);
+  const std::int64_t frames = train::window_frames(c, t.model->spec());
+  if (o.limit > 0) train::keep_first_windows(d.val, o.limit, frames);
+  Warnings warnings(stderr);
+  const train::ClipEvalResult r = train::evaluate_clips(
+      *t.model, d.val, t.preprocessing, frames, o.batch_size > 0 ? o.batch_size : c.run.batch_size,
+      c.data.on_bad_image, &warnings);
+  if (r.windows == 0)
+    EPOCH_THROW(IoError, d.val.root, ": every window had a bad frame (see the warnings)");
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"checkpoint", o.checkpoint},
+                                       {"model", t.model->spec().name},
+                                       {"windows", r.windows},
+                                       {"frames", r.frames},
+                                       {"test_loss", r.loss},
+                                       {"test_baseline_mse", r.baseline_mse},
+                                       {"margin", r.baseline_mse - r.loss},
+                                       {"test_accuracy", nullptr}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf(
+        "%s on %lld %s frames (%lld windows): loss %.5f, previous-frame baseline %.5f (%s by "
+        "%.5f)\n",
+        t.model->spec().name.c_str(), static_cast<long long>(r.frames), d.val_name.c_str(),
+        static_cast<long long>(r.windows), r.loss, r.baseline_mse,
+        r.loss < r.baseline_mse ? "better" : "worse", std::abs(r.baseline_mse - r.loss));
+  }
+  return 0;
+}
+
 int run_eval(const EvalOptions& o) {
   ops::set_num_threads(o.threads);
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
@@ -32,6 +71,7 @@ int run_eval(const EvalOptions& o) {
     c.data.val_data.clear();
     c.data.val_split = 0.0;
   }
+  if (predicts_frames(t)) return run_eval_clips(o, t, c);
   if (o.limit > 0) c.data.limit_test = o.limit;
   const std::unique_ptr<data::SampleSource> source =
       train::open_evaluation_data(c, t.model->spec(), t.class_names);
@@ -67,11 +107,40 @@ int run_eval(const EvalOptions& o) {
 struct PredictOptions {
   std::string checkpoint;
   std::vector<std::string> inputs;
+  std::string out;  // video models: where the predicted frames go
   bool json = false;
 };
 
+/// A video model's predictions: per sequence folder, its predicted frames as PNG.
+int run_predict_frames(const PredictOptions& o, train::TrainedModel& t) {
+  if (!o.out.empty() && o.inputs.size() > 1)
+    EPOCH_THROW(ConfigError, "--out names one folder: give one sequence with it, got ",
+                o.inputs.size());
+  const std::int64_t frames = train::window_frames(t.config, t.model->spec());
+  for (const std::string& input : o.inputs) {
+    const train::PredictedFrames p =
+        train::predict_sequence(*t.model, t.preprocessing, input, frames, o.out);
+    if (o.json)
+      std::printf("%s\n", nlohmann::json{{"input", input},
+                                         {"out_dir", p.out_dir},
+                                         {"frames", p.files.size()},
+                                         {"mse", p.mse},
+                                         {"baseline_mse", p.baseline_mse}}
+                              .dump()
+                              .c_str());
+    else
+      std::printf("%s: %zu predicted frames in %s (MSE %.5f, previous frame %.5f)\n", input.c_str(),
+                  p.files.size(), p.out_dir.c_str(), p.mse, p.baseline_mse);
+  }
+  return 0;
+}
+
 int run_predict(const PredictOptions& o) {
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
+  if (predicts_frames(t)) return run_predict_frames(o, t);
+  if (!o.out.empty())
+    EPOCH_THROW(ConfigError, "--out: model ", t.model->spec().name,
+                " classifies images; --out is for video models' predicted frames");
   for (const train::Prediction& p : train::predict(t, o.inputs)) {
     if (o.json) {
       std::printf("%s\n", nlohmann::json{{"input", p.input},
@@ -108,9 +177,15 @@ void add_eval_command(CLI::App& app, int& exit_code) {
 
 void add_predict_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<PredictOptions>();
-  CLI::App* cmd = app.add_subcommand("predict", "Classify images with a checkpoint");
+  CLI::App* cmd = app.add_subcommand(
+      "predict", "Classify images, or predict a sequence's frames, with a checkpoint");
   cmd->add_option("checkpoint", o->checkpoint, "A checkpoint written by epoch train")->required();
-  cmd->add_option("inputs", o->inputs, "JPEG or PNG files, or idx:PATH:INDEX")->required();
+  cmd->add_option("inputs", o->inputs,
+                  "JPEG or PNG files, or idx:PATH:INDEX; for a video model, sequence folders")
+      ->required();
+  cmd->add_option(
+      "--out", o->out,
+      "Video models: the folder for the predicted frames (default: SEQUENCE/predicted)");
   cmd->add_flag("--json", o->json, "One JSON line per input");
   cmd->callback([o, &exit_code] { exit_code = run_predict(*o); });
 }

@@ -27,6 +27,20 @@ bool is_frame_file(const fs::path& p) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
+/// A sequence's .jpg/.jpeg/.png files, sorted by name.
+std::vector<std::string> list_frames(const fs::path& seq) {
+  std::error_code ec;
+  std::vector<std::string> frames;
+  for (const fs::directory_entry& e : fs::directory_iterator(seq, ec))
+    if (!hidden(e.path()) && is_frame_file(e.path()) && e.is_regular_file(ec))
+      frames.push_back(e.path().string());
+  if (ec) EPOCH_THROW(IoError, seq.string(), ": cannot list: ", ec.message());
+  if (frames.empty())
+    EPOCH_THROW(ConfigError, seq.string(), ": a sequence without .jpg, .jpeg or .png frames");
+  std::sort(frames.begin(), frames.end());
+  return frames;
+}
+
 }  // namespace
 
 std::int64_t SequenceFolder::total_frames() const {
@@ -49,18 +63,20 @@ SequenceFolder scan_sequence_folder(const std::string& dir) {
     EPOCH_THROW(ConfigError, dir,
                 ": no sequence subfolders (a sequence folder holds one subfolder of frames per "
                 "sequence)");
-  for (const std::string& name : folder.names) {
-    const fs::path seq = fs::path(dir) / name;
-    std::vector<std::string> frames;
-    for (const fs::directory_entry& e : fs::directory_iterator(seq, ec))
-      if (!hidden(e.path()) && is_frame_file(e.path()) && e.is_regular_file(ec))
-        frames.push_back(e.path().string());
-    if (ec) EPOCH_THROW(IoError, seq.string(), ": cannot list: ", ec.message());
-    if (frames.empty())
-      EPOCH_THROW(ConfigError, seq.string(), ": a sequence without .jpg, .jpeg or .png frames");
-    std::sort(frames.begin(), frames.end());
-    folder.frames.push_back(std::move(frames));
-  }
+  for (const std::string& name : folder.names)
+    folder.frames.push_back(list_frames(fs::path(dir) / name));
+  return folder;
+}
+
+SequenceFolder scan_one_sequence(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) EPOCH_THROW(IoError, dir, ": no such folder");
+  const fs::path path = fs::path(dir).lexically_normal();
+  const fs::path seq = path.has_filename() ? path : path.parent_path();
+  SequenceFolder folder;
+  folder.root = seq.has_parent_path() ? seq.parent_path().string() : std::string(".");
+  folder.names.push_back(seq.filename().string());
+  folder.frames.push_back(list_frames(seq));
   return folder;
 }
 

@@ -507,6 +507,10 @@ Tensor Model::loss(const Tensor& output, const Tensor& x, const Tensor& labels) 
   return task_loss(spec_.task, output, x, labels);
 }
 
+Tensor Model::predict_frames(const Tensor& /*x*/) {
+  EPOCH_THROW(InvalidArgument, "model ", spec_.name, " does not predict frames");
+}
+
 std::shared_ptr<Model> build_model(const std::string& name) {
   const ModelSpec& spec = find_model(name);
   for (const Entry& e : entries())

@@ -38,12 +38,14 @@ TrainedModel load_trained_model(SafetensorsFile file) {
     EPOCH_THROW(IoError, checkpoint_path,
                 ": invalid checkpoint metadata: ", without_location(e.what()).substr(0, 200));
   }
-  const Shape& input = t.model->spec().input;  // (C, H, W)
+  // (C, H, W), or a video model's (T, C, H, W) of frames (C, H, W).
+  const Shape& input = t.model->spec().input;
+  const std::size_t f = input.size() - 3;
   const data::Preprocessing& pre = t.preprocessing;
-  if (pre.channels != input[0] || pre.height != input[1] || pre.width != input[2])
+  if (pre.channels != input[f] || pre.height != input[f + 1] || pre.width != input[f + 2])
     EPOCH_THROW(IoError, checkpoint_path, ": its stored preprocessing makes ", pre.channels, "x",
                 pre.height, "x", pre.width, " inputs, but model ", t.model->spec().name, " takes ",
-                input[0], "x", input[1], "x", input[2]);
+                input[f], "x", input[f + 1], "x", input[f + 2]);
   load_model_state(file, *t.model);
   t.model->train(false);
   const bool has_optimizer =

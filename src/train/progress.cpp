@@ -59,8 +59,8 @@ void Progress::render(std::int64_t step, double images_per_s, double loss, doubl
   const std::string head = "epoch " + std::to_string(epoch_) + "/" + std::to_string(epochs_);
   char tail[160];
   std::snprintf(
-      tail, sizeof tail, "%lld/%lld | %.0f img/s | loss %.4f | %s %s", static_cast<long long>(step),
-      static_cast<long long>(total_), images_per_s, loss, final ? "took" : "ETA",
+      tail, sizeof tail, "%lld/%lld | %.0f %s/s | loss %.4f | %s %s", static_cast<long long>(step),
+      static_cast<long long>(total_), images_per_s, unit_.c_str(), loss, final ? "took" : "ETA",
       format_duration(
           final ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()
                 : eta_s)

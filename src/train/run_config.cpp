@@ -71,6 +71,21 @@ json TrainResult::to_json() const {
   }
   j["test_accuracy"] = test_accuracy >= 0 ? json(test_accuracy) : json(nullptr);
   if (test_top5_accuracy >= 0) j["test_top5_accuracy"] = test_top5_accuracy;
+  if (frames_per_sample > 1) {
+    j["frames_per_sample"] = frames_per_sample;
+    j["frames_per_s"] = frames_per_s;
+    j["test_baseline_mse"] = test_baseline_mse;
+    // The judged figure: the last (up to) 50 losses against the baseline on those frames.
+    j["last_losses"] = {
+        {"steps", recent_steps},
+        {"mean_loss", recent_loss},
+        {"baseline_mse", recent_baseline_mse},
+        {"margin", recent_baseline_mse - recent_loss},
+        {"relative_margin", recent_baseline_mse > 0
+                                ? (recent_baseline_mse - recent_loss) / recent_baseline_mse
+                                : 0.0}};
+    if (dataset_baseline_mse >= 0) j["dataset_baseline_mse"] = dataset_baseline_mse;
+  }
   return j;
 }
 

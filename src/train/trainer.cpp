@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 
+#include "clip_trainer.h"
 #include "epoch/autograd/autograd.h"
 #include "epoch/data/dataset.h"
 #include "epoch/data/loader.h"
@@ -28,6 +29,7 @@
 #include "epoch/ops/elementwise.h"
 #include "epoch/tensor/file_io.h"
 #include "epoch/train/checkpoint.h"
+#include "epoch/train/clips.h"
 #include "epoch/train/config_fields.h"
 #include "epoch/train/data_parallel.h"
 #include "epoch/train/evaluate.h"
@@ -293,13 +295,17 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   Warnings own_warnings(stderr);  // --quiet silences progress, never warnings
   Warnings& warnings = warnings_in != nullptr ? *warnings_in : own_warnings;
   check_common_config(c);
-  check_trains_on_images(models::find_model(c.run.model));
+  const bool video = models::find_model(c.run.model).task == models::Task::frame_prediction;
+  if (video) (void)open_clip_data(c);  // bad --data: one line, before a run folder is made
 
   // The run directory: one process at a time from here on (a killed holder's lock is
   // released by the kernel), then where the run starts.
   // With several ranks (mpirun) rank 0 alone owns the folder: it reads the resume point,
   // prints, logs and writes checkpoints; the others receive its state below.
   dist::ProcessGroup& group = dist::ProcessGroup::world();
+  if (video && group.distributed())
+    EPOCH_THROW(ConfigError, "model ", c.run.model,
+                " trains in one process: data-parallel training (mpirun) is for image models");
   const bool lead = group.rank() == 0;
   const fs::path run_dir = c.run.out_dir;
   std::error_code ec;
@@ -333,6 +339,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   const ops::ContextGuard context(ops::Context{
       c.run.determinism == Determinism::strict ? ops::CpuKernels::reference : ops::CpuKernels::fast,
       c.run.threads, c.run.conv_algorithm});
+  if (video) return train_clips(c, start, progress_out, warnings, wall_start);
 
   // Model, data, step (optimizer and schedule), restored when resuming.
   Run run(c, warnings, group.rank(), group.size());

@@ -170,9 +170,11 @@ data::Preprocessing preprocessing_for(const TrainConfig& c, const models::ModelS
   p.mean = c.input.mean;
   p.std = c.input.std;
   p.resize = c.input.resize;
-  p.channels = spec.input[0];
-  p.height = spec.input[1];
-  p.width = spec.input[2];
+  // An image model's input is (C, H, W); a video model's (T, C, H, W), its frames (C, H, W).
+  const std::size_t frame = spec.input.size() - 3;
+  p.channels = spec.input[frame];
+  p.height = spec.input[frame + 1];
+  p.width = spec.input[frame + 2];
   try {
     p.validate();
   } catch (const InvalidArgument& e) {

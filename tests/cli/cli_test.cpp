@@ -167,9 +167,9 @@ TEST(Cli, ModelsInfoAndBench) {
   EXPECT_EQ(models.size(), 13u);
   EXPECT_EQ(models.back()["input"], nlohmann::json({20, 3, 120, 160}));  // prednet-study's clips
   EXPECT_EQ(models.back()["task"], "frame prediction");
-  // Video models are refused by the image trainer with one line, before a run folder is made.
+  // Video models train on sequence folders: without one, one line before a run folder is made.
   expect_one_line_error(run_epoch("train --model prednet --out " + (dir / "p"), dir), 1,
-                        "predicts video frames");
+                        "trains on a folder of sequences");
   EXPECT_FALSE(std::filesystem::exists(dir / "p"));
   const CommandResult i = run_epoch("info --json", dir);
   ASSERT_EQ(i.exit_code, 0) << i.err;

@@ -26,6 +26,10 @@ struct SequenceFolder {
 /// ConfigError (naming it) for a folder without sequence subfolders or a sequence without frames.
 SequenceFolder scan_sequence_folder(const std::string& dir);
 
+/// One sequence: `dir`'s frames, as a folder holding that one sequence (root: dir's parent).
+/// IoError for a missing folder; ConfigError for one without frames.
+SequenceFolder scan_one_sequence(const std::string& dir);
+
 /// `length` consecutive frames of one sequence, from frame `first`.
 struct Clip {
   std::int64_t sequence = 0, first = 0;

@@ -60,6 +60,9 @@ class PredNet : public Model {
   /// 1 / (the number of those); weight[k] is layer_weights[k] (next_frame_mse: 1).
   Tensor loss(const Tensor& output, const Tensor& x, const Tensor& labels) const override;
   void reset_state() override;
+  bool carries_state() const override { return config_.carry_state; }
+  /// run(x).predictions.
+  Tensor predict_frames(const Tensor& x) override { return run(x).predictions; }
   /// (T, C, H, W) -> (T, K).
   Shape output_shape(const Shape& input) const override;
   /// Every convolution's multiply-adds x 2 per sample (the gates, errors and pooling are not

@@ -61,6 +61,12 @@ class Model : public nn::Module {
   virtual Tensor loss(const Tensor& output, const Tensor& x, const Tensor& labels) const;
   /// Forgets state carried from one call to the next (recurrent models); nothing by default.
   virtual void reset_state() {}
+  /// Whether each call continues from the state the last one ended in (until reset_state):
+  /// such a model trains on consecutive windows of a sequence, in order.
+  virtual bool carries_state() const { return false; }
+  /// A frame-prediction model's predicted frames (N, T, C, H, W) for sequences x (N, T, C, H,
+  /// W): frame t as predicted from the frames before it. InvalidArgument for other models.
+  virtual Tensor predict_frames(const Tensor& x);
 
  protected:
   explicit Model(ModelSpec spec) : spec_(std::move(spec)) {}

@@ -22,6 +22,9 @@ class Progress {
   /// Ends the epoch's bar with a summary line.
   void end_epoch(const std::string& summary);
 
+  /// What `images_done` counts, as the rate shows it: "img" (the default) or "frames".
+  void set_unit(std::string unit) { unit_ = std::move(unit); }
+
   /// "1:05" or "1:02:03".
   static std::string format_duration(double seconds);
 
@@ -36,6 +39,7 @@ class Progress {
   std::int64_t images_ = 0;
   double loss_ = 0.0;
   std::int64_t step_ = 0;
+  std::string unit_ = "img";
 };
 
 }  // namespace epoch::train

@@ -62,6 +62,9 @@ struct RunConfig {
   std::string model = "fmnist-cnn";
   std::int64_t epochs = 3;
   std::int64_t batch_size = 32;
+  /// Video models: frames per window of truncated backpropagation through time (0: the
+  /// model's sequence length). A model that carries state continues across windows.
+  std::int64_t tbptt = 0;
   std::string device = "cpu";  // cpu, cuda or cuda:N
   int threads = 0;             // 0: every core
   std::uint64_t seed = 0;
@@ -121,6 +124,15 @@ struct TrainResult {
   std::int64_t global_batch_size = 0;  // samples per step over every rank
   double comm_s = 0.0;                 // all-reduce time on the communication thread
   double comm_exposed_s = 0.0;         // of it, what the step waited for (not hidden by backward)
+  /// Video models (frames_per_sample > 1): images_per_s counts windows, frames_per_s frames.
+  std::int64_t frames_per_sample = 1;
+  double frames_per_s = 0.0;
+  /// The mean training loss of the last `recent_steps` steps (at most 50) and the
+  /// previous-frame baseline's MSE on the same frames: what a prediction must beat.
+  std::int64_t recent_steps = 0;
+  double recent_loss = 0.0, recent_baseline_mse = 0.0;
+  double test_baseline_mse = -1.0;     // on the evaluation frames (-1: not a video model)
+  double dataset_baseline_mse = -1.0;  // the training split's, from the data's baseline.json
   nlohmann::json to_json() const;
 };
 
