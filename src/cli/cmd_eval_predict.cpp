@@ -31,9 +31,8 @@ bool predicts_frames(const train::TrainedModel& t) {
 
 /// A video model's evaluation: its loss and the previous-frame baseline on the same frames.
 int run_eval_clips(const EvalOptions& o, train::TrainedModel& t, const train::TrainConfig& c) {
-  train::ClipData d = train::open_clip_data(c);
+  const train::ClipData d = train::open_clip_data(c);
   const std::int64_t frames = train::window_frames(c, t.model->spec());
-  if (o.limit > 0) train::keep_first_windows(d.val, o.limit, frames);
   Warnings warnings(stderr);
   const train::ClipEvalResult r = train::evaluate_clips(
       *t.model, d.val, t.preprocessing, frames, o.batch_size > 0 ? o.batch_size : c.run.batch_size,

@@ -83,7 +83,6 @@ ClipRun::ClipRun(const TrainConfig& config, Warnings& warnings_sink)
   windows = windows_of(data.train, frames);
   if (c.data.limit_train > 0 && static_cast<std::int64_t>(windows.size()) > c.data.limit_train)
     windows.resize(static_cast<std::size_t>(c.data.limit_train));
-  if (c.data.limit_test > 0) keep_first_windows(data.val, c.data.limit_test, frames);
   batch = c.run.batch_size;
   const auto n = static_cast<std::int64_t>(windows.size());
   steps_per_epoch = (n + batch - 1) / batch;
@@ -309,7 +308,7 @@ TrainResult train_clips(const TrainConfig& c, const ResumePoint& resumed, std::F
                   "' holds NaN or infinite values (lr ", step.optimizer().lr(),
                   "); nothing of this epoch was saved");
     eval = evaluate_clips(*run.model, run.data.val, run.pre, run.frames, eval_batch,
-                          c.data.on_bad_image, &warnings);
+                          c.data.on_bad_image, &warnings, c.data.limit_test);
     bad_eval_files += eval.bad_files;
     if (eval.windows == 0)
       EPOCH_THROW(IoError, run.data.val.root, ": every ", run.data.val_name,

@@ -107,15 +107,6 @@ std::vector<data::Clip> windows_of(const data::SequenceFolder& folder, std::int6
   return data::cut_clips(folder, frames, frames);
 }
 
-void keep_first_windows(data::SequenceFolder& folder, std::int64_t windows, std::int64_t frames) {
-  std::int64_t kept = 0;
-  std::size_t s = 0;
-  for (; s < folder.frames.size() && (s == 0 || kept < windows); ++s)
-    kept += static_cast<std::int64_t>(folder.frames[s].size()) / frames;
-  folder.names.resize(s);
-  folder.frames.resize(s);
-}
-
 bool continues(const data::Clip& previous, const data::Clip& next, std::int64_t frames) {
   return next.sequence == previous.sequence && next.first == previous.first + frames;
 }
@@ -170,15 +161,17 @@ Tensor last_frames(const Tensor& x) {
 
 ClipEvalResult evaluate_clips(models::Model& model, const data::SequenceFolder& folder,
                               const data::Preprocessing& pre, std::int64_t frames,
-                              std::int64_t batch_size, data::OnBadImage on_bad,
-                              Warnings* warnings) {
+                              std::int64_t batch_size, data::OnBadImage on_bad, Warnings* warnings,
+                              std::int64_t max_windows) {
   autograd::NoGradGuard no_grad;
   nn::Module& net = model;
   const bool was_training = net.is_training();
   net.train(false);
   const Device device = net.parameters().front().second.device();
   const bool stream = model.carries_state();
-  const std::vector<data::Clip> windows = windows_of(folder, frames);
+  std::vector<data::Clip> windows = windows_of(folder, frames);
+  if (max_windows > 0 && static_cast<std::int64_t>(windows.size()) > max_windows)
+    windows.resize(static_cast<std::size_t>(max_windows));
   const data::ClipReader reader(folder, pre, frames);
   const std::int64_t batch = stream ? 1 : std::max<std::int64_t>(1, batch_size);
   ClipEvalResult r;

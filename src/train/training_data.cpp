@@ -103,6 +103,12 @@ void check_trains_on_images(const models::ModelSpec& spec) {
 TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& spec,
                                 bool validation_optional) {
   check_trains_on_images(spec);
+  std::error_code ec;
+  if (c.data.source == "mnist" && !fs::exists("mnist", ec))
+    EPOCH_THROW(ConfigError,
+                "--data mnist: no Debian package holds the MNIST digits (Debian's Fashion-MNIST "
+                "is the default: leave --data out); pass --data DIR of the four MNIST IDX files "
+                "(train-images-idx3-ubyte ..., as torchvision's MNIST/raw holds them)");
   TrainingData d;
   const std::int64_t classes = spec.task == models::Task::classification ? spec.outputs : 2;
   const data::DatasetLocation where = data::locate_dataset(c.data.source);

@@ -70,6 +70,10 @@ TEST(Cli, BadConfigurationIsOneLine) {
                         "sloppy");
   expect_one_line_error(run_epoch("train --conv-algo winograd --out " + (dir / "r"), dir), 1,
                         "winograd");
+  // The MNIST digits are in no Debian package: the line says what to pass instead.
+  expect_one_line_error(
+      run_epoch("train --model autoencoder --data mnist --out " + (dir / "r"), dir), 1,
+      "--data DIR of the four MNIST IDX files");
 }
 
 TEST(Cli, CorruptDatasetIsOneLineNamingTheFile) {

@@ -114,21 +114,6 @@ TEST(ClipData, ReadsTrainAndValidationFoldersAndTheirBaseline) {
   EXPECT_THROW(open_clip_data(c), IoError);
 }
 
-TEST(ClipData, KeepFirstWindowsKeepsWholeSequences) {
-  data::SequenceFolder f;
-  f.names = {"a", "b", "c"};
-  f.frames = {std::vector<std::string>(4), std::vector<std::string>(4),
-              std::vector<std::string>(4)};
-  keep_first_windows(f, 3, 2);  // 2 windows a sequence: two sequences hold 3
-  EXPECT_EQ(f.names, (std::vector<std::string>{"a", "b"}));
-  keep_first_windows(f, 1, 2);
-  EXPECT_EQ(f.names, std::vector<std::string>{"a"});
-  f.names = {"a", "b"};
-  f.frames.resize(2, std::vector<std::string>(4));
-  keep_first_windows(f, 1, 8);  // none holds a window: all kept (cut_clips then says so)
-  EXPECT_EQ(f.names.size(), 2u);
-}
-
 TEST(EvaluateClips, TheBaselineIsOnTheFramesTheLossCounts) {
   testing::TempDir dir;
   const std::string root = small_video(dir, 1, 6);
@@ -144,6 +129,12 @@ TEST(EvaluateClips, TheBaselineIsOnTheFramesTheLossCounts) {
       evaluate_clips(*stateless, folder, pre, 2, 2, data::OnBadImage::fail, nullptr);
   EXPECT_EQ(a.windows, 3);
   EXPECT_NEAR(a.baseline_mse, fresh, 1e-12);
+  const ClipEvalResult first_two =
+      evaluate_clips(*stateless, folder, pre, 2, 2, data::OnBadImage::fail, nullptr, 2);
+  EXPECT_EQ(first_two.windows, 2);  // --limit-test: the first windows in order
+  EXPECT_NEAR(first_two.baseline_mse,
+              (previous_frame_mse(slice(x, 1, 0, 2)) + previous_frame_mse(slice(x, 1, 2, 2))) / 2,
+              1e-12);
   // With carried state the windows continue: frames 1..5 count, 1 in the first window, 2 after.
   const Tensor w0 = slice(x, 1, 0, 2), w1 = slice(x, 1, 2, 2), w2 = slice(x, 1, 4, 2);
   const Tensor f1 = reshape(slice(x, 1, 1, 1), {1, 3, 24, 32}).contiguous();

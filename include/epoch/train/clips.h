@@ -39,10 +39,6 @@ std::int64_t window_frames(const TrainConfig& config, const models::ModelSpec& s
 /// sequence (data::cut_clips with stride `frames`).
 std::vector<data::Clip> windows_of(const data::SequenceFolder& folder, std::int64_t frames);
 
-/// Keeps the first sequences of `folder` that hold about `windows` windows of `frames` frames
-/// (whole sequences, at least one), for --limit-test and `epoch eval --limit`.
-void keep_first_windows(data::SequenceFolder& folder, std::int64_t windows, std::int64_t frames);
-
 /// Whether window `next` continues `previous` (the same sequence, the frames right after):
 /// a model that carries state keeps it across such windows and starts afresh otherwise.
 bool continues(const data::Clip& previous, const data::Clip& next, std::int64_t frames);
@@ -59,12 +55,14 @@ struct ClipEvalResult {
   std::int64_t bad_files = 0;  // frames that could not be read (their windows left out)
 };
 
-/// The model's loss and the baseline over every window of `folder` (eval mode, no graph). A
+/// The model's loss and the baseline over the windows of `folder` (eval mode, no graph): every
+/// one, or the first `max_windows` in sequence order (--limit-test, `epoch eval --limit`). A
 /// model that carries state reads each sequence's windows in order, one at a time, starting
 /// each sequence afresh; others read `batch_size` windows at a time.
 ClipEvalResult evaluate_clips(models::Model& model, const data::SequenceFolder& folder,
                               const data::Preprocessing& pre, std::int64_t frames,
-                              std::int64_t batch_size, data::OnBadImage on_bad, Warnings* warnings);
+                              std::int64_t batch_size, data::OnBadImage on_bad, Warnings* warnings,
+                              std::int64_t max_windows = 0);
 
 struct PredictedFrames {
   std::string out_dir;
