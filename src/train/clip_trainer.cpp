@@ -173,9 +173,7 @@ ClipEpochTotals train_clip_epoch(ClipRun& run, Step& step, MetricsLog& metrics, 
     const double base = previous_frame_mse(b.x, carried ? &before : nullptr);
     if (run.stream) {
       previous = b.clips.back();
-      before = Tensor::empty({1, run.pre.channels, run.pre.height, run.pre.width});
-      const std::int64_t frame = before.numel();
-      std::copy_n(b.x.f32() + (run.frames - 1) * frame, frame, before.f32());
+      before = last_frames(b.x);
     }
     const Tensor x = b.x.to(run.device);
     const Tensor y = b.clips.size() == static_cast<std::size_t>(run.batch)

@@ -144,10 +144,9 @@ double previous_frame_mse(const Tensor& x, const Tensor* before) {
   return total / static_cast<double>(n);
 }
 
-namespace {
-
-/// The last frame of each sample of a window batch (N, T, C, H, W) -> (N, C, H, W), a copy.
 Tensor last_frames(const Tensor& x) {
+  EPOCH_CHECK(x.ndim() == 5 && x.device().is_cpu() && x.size(1) >= 1,
+              "last_frames: x must be (N, T, C, H, W) on the CPU, got ", shape_str(x.shape()));
   const std::int64_t n = x.size(0), steps = x.size(1);
   const Tensor xc = x.contiguous();
   const std::int64_t frame = x.size(2) * x.size(3) * x.size(4);
@@ -156,8 +155,6 @@ Tensor last_frames(const Tensor& x) {
     std::copy_n(xc.f32() + (i * steps + steps - 1) * frame, frame, out.f32() + i * frame);
   return out;
 }
-
-}  // namespace
 
 ClipEvalResult evaluate_clips(models::Model& model, const data::SequenceFolder& folder,
                               const data::Preprocessing& pre, std::int64_t frames,

@@ -48,6 +48,10 @@ bool continues(const data::Clip& previous, const data::Clip& next, std::int64_t 
 /// the frame before the window), averaged over the batch. x: (N, T, C, H, W) on the CPU.
 double previous_frame_mse(const Tensor& x, const Tensor* before = nullptr);
 
+/// The last frame of each sample of a window batch (N, T, C, H, W) on the CPU: (N, C, H, W),
+/// a copy (the `before` of the window that continues it).
+Tensor last_frames(const Tensor& x);
+
 struct ClipEvalResult {
   double loss = 0.0;          // the model's loss, the mean over windows
   double baseline_mse = 0.0;  // previous_frame_mse on the same windows
