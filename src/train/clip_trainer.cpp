@@ -12,7 +12,6 @@
 #include "epoch/data/dataset.h"
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
-#include "epoch/tensor/file_io.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/clips.h"
 #include "epoch/train/metrics_log.h"
@@ -37,12 +36,11 @@ constexpr std::size_t kRecentSteps = 50;
 using Recent = std::deque<std::pair<double, double>>;
 
 /// Everything one video run holds, built in this order.
-struct ClipRun {
+struct ClipRun : RunPaths {
   ClipRun(const TrainConfig& config, Warnings& warnings_sink);
 
   const TrainConfig& c;
   Warnings& warnings;
-  fs::path dir, ckpt_dir, last_ckpt, best_ckpt;
   Device device;
   std::shared_ptr<models::Model> model;
   ClipData data;
@@ -54,12 +52,9 @@ struct ClipRun {
 };
 
 ClipRun::ClipRun(const TrainConfig& config, Warnings& warnings_sink)
-    : c(config),
+    : RunPaths(config.run.out_dir),
+      c(config),
       warnings(warnings_sink),
-      dir(c.run.out_dir),
-      ckpt_dir(dir / "checkpoints"),
-      last_ckpt(ckpt_dir / "last.safetensors"),
-      best_ckpt(ckpt_dir / "best.safetensors"),
       device(training_device(c)),
       model(models::build_model(c.run.model)) {
   const models::ModelSpec& spec = model->spec();
@@ -315,12 +310,10 @@ TrainResult train_clips(const TrainConfig& c, const ResumePoint& resumed, std::F
     as_eval.loss = eval.loss;
     const bool best_now = better_than(as_eval, best.best_accuracy, best.best_loss);
     if (best_now) best.best_loss = eval.loss;
-    save_checkpoint(run.last_ckpt.string(), *run.model, &step.optimizer(),
-                    clip_checkpoint_metadata(run, epoch + 1, global_step, eval, recent, best));
-    publish_copy(run.last_ckpt.string(),
-                 (run.ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
-    if (best_now) publish_copy(run.last_ckpt.string(), run.best_ckpt.string());
-    prune_epoch_checkpoints(run.dir.string(), c.run.keep_checkpoints);
+    write_epoch_checkpoints(
+        run, *run.model, step.optimizer(),
+        clip_checkpoint_metadata(run, epoch + 1, global_step, eval, recent, best), epoch + 1,
+        best_now, c.run.keep_checkpoints);
     result.checkpoint = run.last_ckpt.string();
     metrics.write(clip_epoch_record(run, epoch, global_step, t, eval, since(wall_start)));
     if (!c.run.quiet) progress.end_epoch(clip_epoch_line(run, epoch, t, eval));

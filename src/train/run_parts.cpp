@@ -16,6 +16,22 @@ namespace epoch::train {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+RunPaths::RunPaths(const fs::path& run_dir)
+    : dir(run_dir),
+      ckpt_dir(dir / "checkpoints"),
+      last_ckpt(ckpt_dir / "last.safetensors"),
+      best_ckpt(ckpt_dir / "best.safetensors") {}
+
+void write_epoch_checkpoints(const RunPaths& paths, const nn::Module& model,
+                             const optim::Optimizer& optimizer,
+                             std::map<std::string, std::string> metadata, std::int64_t epoch,
+                             bool best, std::int64_t keep) {
+  save_checkpoint(paths.last_ckpt.string(), model, &optimizer, std::move(metadata));
+  publish_copy(paths.last_ckpt.string(), (paths.ckpt_dir / epoch_checkpoint_name(epoch)).string());
+  if (best) publish_copy(paths.last_ckpt.string(), paths.best_ckpt.string());
+  prune_epoch_checkpoints(paths.dir.string(), keep);
+}
+
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -6,16 +6,34 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "epoch/models/zoo.h"
+#include "epoch/nn/module.h"
+#include "epoch/optim/optimizer.h"
 #include "epoch/optim/schedule.h"
 #include "epoch/tensor/safetensors.h"
 #include "epoch/train/evaluate.h"
 #include "epoch/train/trainer.h"
 
 namespace epoch::train {
+
+/// Where a run keeps its files: RUN, RUN/checkpoints, and there last.safetensors and
+/// best.safetensors.
+struct RunPaths {
+  explicit RunPaths(const std::filesystem::path& run_dir);
+  std::filesystem::path dir, ckpt_dir, last_ckpt, best_ckpt;
+};
+
+/// An epoch's checkpoints: `model` and `optimizer` with `metadata` saved as last.safetensors,
+/// published as epoch-<epoch>.safetensors and, when `best`, best.safetensors; then the oldest
+/// epoch checkpoints beyond `keep` removed.
+void write_epoch_checkpoints(const RunPaths& paths, const nn::Module& model,
+                             const optim::Optimizer& optimizer,
+                             std::map<std::string, std::string> metadata, std::int64_t epoch,
+                             bool best, std::int64_t keep);
 
 /// The process's peak resident memory so far, in MiB.
 double peak_rss_mib();

@@ -65,12 +65,11 @@ std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
 }
 
 /// Everything one call of train() holds, built in this order.
-struct Run {
+struct Run : RunPaths {
   Run(const TrainConfig& config, Warnings& warnings_sink, int rank, int world);
 
   const TrainConfig& c;
   Warnings& warnings;
-  fs::path dir, ckpt_dir, last_ckpt, best_ckpt;
   Device device;
   std::shared_ptr<models::Model> model;
   TrainingData data;
@@ -82,12 +81,9 @@ struct Run {
 };
 
 Run::Run(const TrainConfig& config, Warnings& warnings_sink, int rank_, int world_)
-    : c(config),
+    : RunPaths(config.run.out_dir),
+      c(config),
       warnings(warnings_sink),
-      dir(c.run.out_dir),
-      ckpt_dir(dir / "checkpoints"),
-      last_ckpt(ckpt_dir / "last.safetensors"),
-      best_ckpt(ckpt_dir / "best.safetensors"),
       device(training_device(c)),
       model(models::build_model(c.run.model)) {
   check_batch_fits(c, model->spec());
@@ -234,10 +230,8 @@ void save_epoch_checkpoint(const Run& run, const optim::Optimizer& optimizer, st
   meta["best_test_accuracy"] = json(best.best_accuracy).dump();
   meta["best_test_loss"] = json(best.best_loss).dump();
   meta["world_size"] = std::to_string(run.world);
-  save_checkpoint(run.last_ckpt.string(), *run.model, &optimizer, meta);
-  publish_copy(run.last_ckpt.string(), (run.ckpt_dir / epoch_checkpoint_name(epoch + 1)).string());
-  if (best_now) publish_copy(run.last_ckpt.string(), run.best_ckpt.string());
-  prune_epoch_checkpoints(run.dir.string(), run.c.run.keep_checkpoints);
+  write_epoch_checkpoints(run, *run.model, optimizer, std::move(meta), epoch + 1, best_now,
+                          run.c.run.keep_checkpoints);
 }
 
 json epoch_record(std::int64_t epoch, std::int64_t global_step, const EpochTotals& t,

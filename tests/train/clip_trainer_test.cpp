@@ -13,6 +13,7 @@
 #include "epoch/train/clips.h"
 #include "epoch/train/trainer.h"
 #include "testing/testing.h"
+#include "train/run_testing.h"
 
 namespace epoch::train {
 namespace {
@@ -20,16 +21,7 @@ namespace {
 /// 2 training and 1 validation sequences of `frames` frames at 32x24 (stretched to the model's
 /// frame size when read).
 std::string small_video(const testing::TempDir& dir, std::int64_t frames) {
-  data::VideoSynthConfig v;
-  v.out_dir = dir / "video";
-  v.sequences = 2;
-  v.val_sequences = 1;
-  v.frames = frames;
-  v.width = 32;
-  v.height = 24;
-  v.seed = 4;
-  data::write_synth_video(v);
-  return v.out_dir;
+  return testing::write_small_video(dir / "video", 2, frames, 4);
 }
 
 TrainConfig video_config(const std::string& data, const std::string& out) {
@@ -44,36 +36,22 @@ TrainConfig video_config(const std::string& data, const std::string& out) {
   c.run.threads = 2;
   c.run.seed = 5;
   c.run.log_every = 1;
+  c.data.limit_train = 2;  // the first sequence's two windows: carried state, few updates
   return c;
 }
 
-std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  std::vector<nlohmann::json> out;
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
-void expect_same_tensors(const std::string& a, const std::string& b) {
-  const SafetensorsFile fa = load_safetensors(a), fb = load_safetensors(b);
-  ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
-  for (std::size_t i = 0; i < fa.tensors.size(); ++i) {
-    EXPECT_EQ(fa.tensors[i].name, fb.tensors[i].name);
-    EXPECT_EQ(fa.tensors[i].tensor.to_vector(), fb.tensors[i].tensor.to_vector())
-        << fa.tensors[i].name;
-  }
-}
+using testing::expect_same_checkpoint_tensors;
+using testing::read_metrics;
 
 TEST(ClipTrainer, WritesTheRunWithTheBaselineBesideEveryLoss) {
   testing::TempDir dir;
   const std::string data = small_video(dir, 4);
   const TrainResult r = train(video_config(data, dir / "run"), stdout);
-  // 2 sequences of 4 frames: 2 windows of 2 frames each, one update per window.
-  EXPECT_EQ(r.steps, 8);
+  // 2 windows of 2 frames an epoch (--limit-train 2), one update per window.
+  EXPECT_EQ(r.steps, 4);
   EXPECT_EQ(r.frames_per_sample, 2);
   EXPECT_GT(r.frames_per_s, 0.0);
-  EXPECT_EQ(r.recent_steps, 8);
+  EXPECT_EQ(r.recent_steps, 4);
   EXPECT_GT(r.recent_baseline_mse, 0.0);
   EXPECT_GT(r.test_baseline_mse, 0.0);
   EXPECT_GT(r.dataset_baseline_mse, 0.0);
@@ -93,10 +71,10 @@ TEST(ClipTrainer, WritesTheRunWithTheBaselineBesideEveryLoss) {
       EXPECT_GT(rec["test_baseline_mse"].get<double>(), 0.0);
     }
   }
-  EXPECT_EQ(steps, 8);
+  EXPECT_EQ(steps, 4);
   EXPECT_EQ(epochs, 2);
   // The reported baseline is the mean of the steps' (every step is among the last 50).
-  EXPECT_NEAR(r.recent_baseline_mse, baseline_sum / 8.0, 1e-12);
+  EXPECT_NEAR(r.recent_baseline_mse, baseline_sum / 4.0, 1e-12);
   EXPECT_TRUE(std::filesystem::exists(r.run_dir + "/checkpoints/best.safetensors"));
   EXPECT_TRUE(std::filesystem::exists(r.run_dir + "/checkpoints/epoch-2.safetensors"));
 }
@@ -112,7 +90,7 @@ TEST(ClipTrainer, ResumingEqualsNotStoppingWithCarriedState) {
   second.run.resume = true;
   const TrainResult resumed = train(second, stdout);
   EXPECT_EQ(resumed.steps, straight.steps);
-  expect_same_tensors(straight.checkpoint, resumed.checkpoint);
+  expect_same_checkpoint_tensors(straight.checkpoint, resumed.checkpoint);
   // The last losses span the stop: the same figure as the run that did not stop.
   EXPECT_EQ(resumed.recent_steps, straight.recent_steps);
   EXPECT_DOUBLE_EQ(resumed.recent_loss, straight.recent_loss);
@@ -125,6 +103,7 @@ TEST(ClipTrainer, AModelWithoutCarriedStateTrainsOnShuffledBatches) {
   c.run.model = "prednet";
   c.run.batch_size = 2;
   c.run.epochs = 1;
+  c.data.limit_train = 0;
   const TrainResult r = train(c, stdout);
   EXPECT_EQ(r.steps, 2);  // 4 windows of 2 frames, 2 a batch
   EXPECT_EQ(r.global_batch_size, 2);
@@ -155,6 +134,7 @@ TEST(ClipTrainer, BadSettingsAreOneClearErrorBeforeARunFolder) {
   EXPECT_THROW(train(no_validation, stdout), ConfigError);
   no_validation.data.val_split = 0.5;  // one of the two sequences held out
   no_validation.run.epochs = 1;
+  no_validation.data.limit_train = 0;
   EXPECT_EQ(train(no_validation, stdout).steps, 2);
 }
 

@@ -14,6 +14,7 @@
 #include "epoch/models/prednet.h"
 #include "epoch/nn/layers.h"
 #include "testing/testing.h"
+#include "train/run_testing.h"
 
 namespace epoch::train {
 namespace {
@@ -21,16 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string small_video(const testing::TempDir& dir, std::int64_t sequences, std::int64_t frames) {
-  data::VideoSynthConfig v;
-  v.out_dir = dir / "video";
-  v.sequences = sequences;
-  v.val_sequences = 1;
-  v.frames = frames;
-  v.width = 32;
-  v.height = 24;
-  v.seed = 9;
-  data::write_synth_video(v);
-  return v.out_dir;
+  return testing::write_small_video(dir / "video", sequences, frames, 9);
 }
 
 std::shared_ptr<models::PredNet> tiny_prednet(bool carry) {

@@ -16,6 +16,7 @@
 #include "epoch/train/recipe.h"
 #include "epoch/train/run_dir.h"
 #include "testing/testing.h"
+#include "train/run_testing.h"
 
 namespace epoch::train {
 namespace {
@@ -35,23 +36,8 @@ TrainConfig small_config(const std::string& out) {
   return c;
 }
 
-std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  std::vector<nlohmann::json> out;
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
-void expect_same_checkpoint_tensors(const std::string& a, const std::string& b) {
-  const SafetensorsFile fa = load_safetensors(a), fb = load_safetensors(b);
-  ASSERT_EQ(fa.tensors.size(), fb.tensors.size());
-  for (std::size_t i = 0; i < fa.tensors.size(); ++i) {
-    EXPECT_EQ(fa.tensors[i].name, fb.tensors[i].name);
-    EXPECT_EQ(fa.tensors[i].tensor.to_vector(), fb.tensors[i].tensor.to_vector())
-        << fa.tensors[i].name;
-  }
-}
+using testing::expect_same_checkpoint_tensors;
+using testing::read_metrics;
 
 TEST(Trainer, LearnsAndWritesTheRunDirectory) {
   testing::TempDir dir;
