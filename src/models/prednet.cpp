@@ -51,6 +51,7 @@ PredNet::PredNet(ModelSpec spec, const PredNetConfig& config)
     o.height = h;
     o.width = w;
     o.gate = c.gate;
+    o.forget_bias = c.forget_bias;
     const std::int64_t in = 2 * c.stack[l] + (l + 1 < layers ? c.r_stack[l + 1] : 0);
     r_.push_back(std::make_shared<nn::ConvLstm2d>(in, c.r_stack[l], o));
     register_module("r" + std::to_string(l), r_.back());

@@ -2,6 +2,7 @@
 #include "epoch/nn/layers.h"
 
 #include <cmath>
+#include <functional>
 #include <sstream>
 #include <string_view>
 
@@ -350,6 +351,11 @@ void initialize(Module& module, std::uint64_t seed) {
     Tensor target = t;
     target.copy_from(host);
   }
+  const std::function<void(Module&)> adjust = [&](Module& m) {
+    m.adjust_initial_parameters();
+    for (const auto& [name, child] : m.children()) adjust(*child);
+  };
+  adjust(module);
 }
 
 }  // namespace epoch::nn

@@ -2,6 +2,7 @@
 // functions, so backward through time is autograd's and the state detaches like any tensor.
 #include "epoch/nn/recurrent.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "epoch/autograd/autograd.h"
@@ -108,6 +109,12 @@ Shape ConvLstm2d::output_shape(const Shape& input) const {
 std::int64_t ConvLstm2d::flops(const Shape& input) const {
   const Shape out = output_shape(input);
   return 2 * out[0] * 4 * hidden_ * out[2] * out[3] * (in_ + hidden_) * opts_.kernel * opts_.kernel;
+}
+
+void ConvLstm2d::adjust_initial_parameters() {
+  Tensor host = bias.to(Device::cpu()).contiguous();
+  std::fill_n(host.f32() + hidden_, hidden_, opts_.forget_bias);  // order i, f, o, g
+  bias.copy_from(host);
 }
 
 std::string ConvLstm2d::describe() const {

@@ -57,6 +57,27 @@ TEST(ConvLstm2d, InitializationStartsPeepholesAndBiasAtZero) {
   }
 }
 
+TEST(ConvLstm2d, AForgetBiasStartsTheForgetGateAloneThere) {
+  ConvLstmOptions o = peephole_options(5, 6);
+  o.forget_bias = 1.0f;
+  ConvLstm2d cell(3, 4, o);
+  initialize(cell, 11);
+  const std::vector<float> b = cell.bias.to_vector();  // i, f, o, g: 4 each
+  for (std::size_t k = 0; k < b.size(); ++k) EXPECT_EQ(b[k], k >= 4 && k < 8 ? 1.0f : 0.0f) << k;
+  // A model's cells too: nn::initialize reaches every module.
+  struct Holder : Module {
+    std::shared_ptr<ConvLstm2d> inner;
+    explicit Holder(const ConvLstmOptions& opts) : inner(std::make_shared<ConvLstm2d>(2, 3, opts)) {
+      register_module("inner", inner);
+    }
+    Tensor forward(const Tensor& x) override { return x; }
+    std::string describe() const override { return "holder"; }
+  } holder(o);
+  initialize(holder, 1);
+  EXPECT_EQ(holder.inner->bias.to_vector()[3], 1.0f);
+  EXPECT_EQ(holder.inner->bias.to_vector()[2], 0.0f);
+}
+
 TEST(ConvLstm2d, RefusesBadInputsWithOneLine) {
   ConvLstm2d cell(3, 4, peephole_options(5, 6));
   const LstmState s = cell.zero_state(2, 5, 6, Device::cpu());

@@ -32,6 +32,7 @@ struct PredNetConfig {
   std::int64_t height = 128, width = 160;  // the frame size, divisible by 2^(layers - 1)
   bool peepholes = false;                  // per-pixel peepholes in every ConvLSTM
   nn::Activation gate = nn::Activation::hard_sigmoid;  // the ConvLSTM gates' activation
+  float forget_bias = 0.0f;  // the ConvLSTMs' forget-gate bias at initialization
   PredNetLoss loss = PredNetLoss::error_units;
   std::vector<float> layer_weights = {1.0f, 0.0f, 0.0f, 0.0f};  // error_units: one per layer
   /// Each call continues from the state the last one ended in, cut from its graph (truncated

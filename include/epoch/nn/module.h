@@ -106,6 +106,11 @@ class Module {
     return children_;
   }
 
+  /// Sets this module's own parameters where nn::initialize's rule by name does not fit (a
+  /// recurrent cell's forget-gate bias, say); nn::initialize calls it last, on every module.
+  /// Nothing by default.
+  virtual void adjust_initial_parameters() {}
+
  protected:
   /// Registers a member tensor as a parameter (it becomes a leaf that requires grad).
   void register_parameter(const std::string& name, Tensor* tensor);

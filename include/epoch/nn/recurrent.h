@@ -28,6 +28,9 @@ struct ConvLstmOptions {
   std::int64_t height = 0, width = 0;  // the frame size, needed with peepholes
   /// The gates' activation: sigmoid, or hard_sigmoid (Keras's older default).
   Activation gate = Activation::sigmoid;
+  /// The forget gate's bias after nn::initialize (the other biases start at 0): 1 is Keras's
+  /// unit_forget_bias (Jozefowicz et al. 2015), so the cell remembers from the start.
+  float forget_bias = 0.0f;
 };
 
 /// A convolutional LSTM (Shi et al. 2015). One convolution over the concatenation of the input
@@ -56,6 +59,8 @@ class ConvLstm2d : public Module {
   /// counted, as for activations elsewhere).
   std::int64_t flops(const Shape& input) const override;
   std::string describe() const override;
+  /// The forget gate's bias to ConvLstmOptions::forget_bias.
+  void adjust_initial_parameters() override;
 
   std::int64_t in_channels() const { return in_; }
   std::int64_t hidden_channels() const { return hidden_; }
