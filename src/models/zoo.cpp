@@ -313,7 +313,6 @@ PredNetConfig prednet_config(const std::string& name) {
     c.peepholes = true;
     c.loss = PredNetLoss::next_frame_mse;
     c.carry_state = true;
-    c.forget_bias = 1.0f;
   }
   return c;
 }
