@@ -2,7 +2,8 @@
 """The scipy figures that tests/study/stats_test.cpp compares epoch's statistics with.
 
 Writes tests/study/reference/stats_scipy.json: fixed samples, and for each pair Welch's t-test
-(statistic, df, p, 95% interval), the two one-sided tests at a margin, Mann-Whitney U (scipy's
+(statistic, df, p, 95% interval), the two one-sided tests at a margin, the paired t-test and its
+TOST for samples of equal size, Mann-Whitney U (scipy's
 method "auto"), a percentile bootstrap interval of the difference of means, and numpy's
 quartiles; and the normal, Student t and incomplete beta functions on grids.
 Development tooling only (scipy from PyPI): python3 bench/reference/stats_reference.py OUT
@@ -37,7 +38,16 @@ for name, (a, b) in pairs.items():
     boot = stats.bootstrap((a, b), lambda x, y, axis: x.mean(axis=axis) - y.mean(axis=axis),
                            n_resamples=20000, method="percentile", vectorized=True,
                            confidence_level=0.95, rng=np.random.default_rng(7))
+    paired = None
+    if len(a) == len(b):
+        pt = stats.ttest_rel(a, b)
+        pci = pt.confidence_interval(0.95)
+        plo = stats.ttest_rel(a + m, b, alternative="greater").pvalue
+        pup = stats.ttest_rel(a - m, b, alternative="less").pvalue
+        paired = {"t": float(pt.statistic), "p": float(pt.pvalue), "ci_low": float(pci.low),
+                  "ci_high": float(pci.high), "tost_p_lower": float(plo), "tost_p_upper": float(pup)}
     out["pairs"][name] = {
+        "paired": paired,
         "a": a.tolist(), "b": b.tolist(), "margin": m,
         "welch": {"t": float(w.statistic), "df": float(w.df), "p": float(w.pvalue),
                   "ci_low": float(ci.low), "ci_high": float(ci.high)},

@@ -14,6 +14,7 @@ void add_info_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 void add_scale_command(CLI::App& app, int& exit_code);
+void add_study_command(CLI::App& app, int& exit_code);
 
 /// True when stdout is a terminal (progress bars redraw in place only there).
 bool stdout_is_terminal();

@@ -358,4 +358,18 @@ void initialize(Module& module, std::uint64_t seed) {
   adjust(module);
 }
 
+void jitter_ulp(Module& module, std::uint64_t seed) {
+  for (auto& [name, t] : module.parameters()) {
+    Tensor host = t.to(Device::cpu()).contiguous();
+    float* p = host.f32();
+    const RandomStream rng(seed, hash_name(name) ^ 0x5eed);
+    for (std::int64_t i = 0; i < host.numel(); ++i) {
+      const bool up = (rng.bits_at(static_cast<std::uint64_t>(i)) & 1u) != 0;
+      p[i] = std::nextafter(p[i], up ? HUGE_VALF : -HUGE_VALF);
+    }
+    Tensor target = t;
+    target.copy_from(host);
+  }
+}
+
 }  // namespace epoch::nn

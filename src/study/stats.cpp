@@ -223,12 +223,41 @@ WelchResult welch_t_test(std::span<const double> a, std::span<const double> b, d
   return r;
 }
 
-TostResult tost_welch(std::span<const double> a, std::span<const double> b, double margin,
-                      double alpha) {
+WelchResult paired_t_test(std::span<const double> a, std::span<const double> b, double confidence) {
+  require_two(a, b, "the paired t-test");
+  if (a.size() != b.size())
+    EPOCH_THROW(InvalidArgument, "the paired t-test needs pairs, got ", a.size(), " and ", b.size(),
+                " values");
+  EPOCH_CHECK(confidence > 0 && confidence < 1, "confidence must be in (0, 1), got ", confidence);
+  std::vector<double> d(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) d[i] = a[i] - b[i];
+  const double md = mean_of(d);
+  const double var = variance_of(d, md) / static_cast<double>(d.size());
+  WelchResult r;
+  r.difference = md;
+  r.standard_error = std::sqrt(var);
+  r.df = static_cast<double>(d.size() - 1);
+  if (var == 0.0) {
+    r.t = md == 0.0 ? 0.0 : std::copysign(HUGE_VAL, md);
+    r.p = md == 0.0 ? 1.0 : 0.0;
+    r.ci_low = r.ci_high = md;
+    return r;
+  }
+  r.t = md / r.standard_error;
+  r.p = std::min(1.0, 2.0 * t_tail(r.t, r.df));
+  const double q = student_t_quantile(0.5 + 0.5 * confidence, r.df);
+  r.ci_low = md - q * r.standard_error;
+  r.ci_high = md + q * r.standard_error;
+  return r;
+}
+
+namespace {
+
+/// TOST from a test of the difference (Welch's or the paired one).
+TostResult tost_of(const WelchResult& w, double margin, double alpha) {
   EPOCH_CHECK(margin > 0 && std::isfinite(margin), "TOST: the margin must be positive, got ",
               margin);
   EPOCH_CHECK(alpha > 0 && alpha < 1, "TOST: alpha must be in (0, 1), got ", alpha);
-  const WelchResult w = welch_t_test(a, b);
   TostResult r;
   r.margin = margin;
   if (w.standard_error == 0.0) {
@@ -242,6 +271,18 @@ TostResult tost_welch(std::span<const double> a, std::span<const double> b, doub
   r.p = std::max(r.p_lower, r.p_upper);
   r.equivalent = r.p < alpha;
   return r;
+}
+
+}  // namespace
+
+TostResult tost_welch(std::span<const double> a, std::span<const double> b, double margin,
+                      double alpha) {
+  return tost_of(welch_t_test(a, b), margin, alpha);
+}
+
+TostResult tost_paired(std::span<const double> a, std::span<const double> b, double margin,
+                       double alpha) {
+  return tost_of(paired_t_test(a, b), margin, alpha);
 }
 
 MannWhitneyResult mann_whitney_u(std::span<const double> a, std::span<const double> b) {
@@ -303,7 +344,7 @@ std::int64_t repeats_for_power(double difference, double sd, double alpha, doubl
 
 Comparison compare(std::span<const double> a, std::span<const double> b, double margin,
                    const std::string& name_a, const std::string& name_b, double alpha,
-                   std::uint64_t seed, std::int64_t resamples) {
+                   std::uint64_t seed, std::int64_t resamples, bool paired) {
   Comparison c;
   c.a = summarize(a);
   c.b = summarize(b);
@@ -312,27 +353,40 @@ Comparison compare(std::span<const double> a, std::span<const double> b, double 
   c.tost = tost_welch(a, b, margin, alpha);
   c.mann_whitney = mann_whitney_u(a, b);
   c.bootstrap = bootstrap_mean_difference(a, b, confidence, resamples, seed);
-  const double d = c.welch.difference;
+  c.paired = paired;
+  if (paired) {
+    c.paired_test = paired_t_test(a, b, confidence);
+    c.paired_tost = tost_paired(a, b, margin, alpha);
+  }
+  const WelchResult& test = paired ? c.paired_test : c.welch;
+  const TostResult& tost = paired ? c.paired_tost : c.tost;
+  const std::string test_name = paired ? "paired t p" : "Welch p";
+  const double d = test.difference;
   const std::string ci =
-      format("%.3g%% CI [%.4g, %.4g]", 100.0 * confidence, c.welch.ci_low, c.welch.ci_high);
+      format("%.3g%% CI [%.4g, %.4g]", 100.0 * confidence, test.ci_low, test.ci_high) +
+      (paired ? " (paired)" : "");
   // Different only when the whole interval lies beyond the margin: a difference that matters,
   // shown at the test's level, so identical configurations are not called different by chance.
-  if (c.welch.ci_low > margin || c.welch.ci_high < -margin) {
+  if (test.ci_low > margin || test.ci_high < -margin) {
     c.verdict = Verdict::different;
     const bool a_lower = d < 0;
     const double base = a_lower ? c.b.mean : c.a.mean;
     c.words = "different: " + (a_lower ? name_a : name_b) + " lower by " +
               format("%.4g", std::fabs(d)) +
               (base != 0.0 ? format(" (%.2f%%)", 100.0 * std::fabs(d) / std::fabs(base)) : "") +
-              ", " + ci + format(", Welch p = %.3g", c.welch.p);
-  } else if (c.tost.equivalent) {
+              ", " + ci + ", " + test_name + format(" = %.3g", test.p);
+  } else if (tost.equivalent) {
     c.verdict = Verdict::equivalent;
     c.words = "equivalent within margin " + format("+-%.4g", margin) + ": difference " +
-              format("%.4g", d) + ", " + ci + format(", TOST p = %.3g", c.tost.p);
+              format("%.4g", d) + ", " + ci + format(", TOST p = %.3g", tost.p);
   } else {
     c.verdict = Verdict::inconclusive;
-    const double pooled_sd = std::sqrt(0.5 * (c.a.sd * c.a.sd + c.b.sd * c.b.sd));
-    c.repeats_needed = repeats_for_power(margin, pooled_sd, alpha, 0.8);
+    // The spread the test sees: of the paired differences, or of each sample. A paired test
+    // of n differences of that spread needs about half the repeats two samples of it would.
+    const double sd = paired ? test.standard_error * std::sqrt(static_cast<double>(a.size()))
+                             : std::sqrt(0.5 * (c.a.sd * c.a.sd + c.b.sd * c.b.sd));
+    const std::int64_t n = repeats_for_power(margin, sd, alpha, 0.8);
+    c.repeats_needed = paired && n > 0 ? std::max<std::int64_t>(2, (n + 1) / 2) : n;
     c.words = "inconclusive: more repeats needed (about " + std::to_string(c.repeats_needed) +
               " per configuration to tell a difference of " + format("%.4g", margin) +
               " apart), difference " + format("%.4g", d) + ", " + ci;

@@ -249,7 +249,7 @@ TrainResult train_clips(const TrainConfig& c, const ResumePoint& resumed, std::F
                         Warnings& warnings, Clock::time_point wall_start) {
   ResumePoint best = resumed;
   ClipRun run(c, warnings);
-  nn::initialize(*run.model, c.run.seed);
+  initialize_model(*run.model, c);
   run.model->to(run.device);
   Step step(*run.model, c.optimizer, planned_schedule(c, run.steps_per_epoch, run.batch),
             c.run.seed);

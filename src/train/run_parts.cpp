@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "epoch/dist/process_group.h"
+#include "epoch/nn/layers.h"
 #include "epoch/tensor/file_io.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/run_dir.h"
@@ -48,6 +49,9 @@ std::string default_run_dir(const std::string& model) {
 }
 
 void check_common_config(const TrainConfig& c) {
+  if (c.run.perturb != "none" && c.run.perturb != "ulp")
+    EPOCH_THROW(ConfigError, "--perturb ", c.run.perturb,
+                ": expected none or ulp (a shuffled summation order is not available yet)");
   if (c.run.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.run.epochs);
   if (c.run.batch_size < 1)
     EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.run.batch_size);
@@ -149,6 +153,11 @@ void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c
   write_file_atomic((run_dir / "config.json").string(),
                     std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
                     true);
+}
+
+void initialize_model(models::Model& model, const TrainConfig& c) {
+  nn::initialize(model, c.run.seed);
+  if (c.run.perturb == "ulp") nn::jitter_ulp(model, c.run.perturb_seed);
 }
 
 }  // namespace epoch::train

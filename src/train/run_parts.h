@@ -63,6 +63,9 @@ ResumePoint resume_point(const TrainConfig& c, const std::filesystem::path& run_
 /// Rank of an evaluation for best.safetensors: higher accuracy, else lower loss.
 bool better_than(const EvalResult& a, double best_accuracy, double best_loss);
 
+/// The model's initial parameters: nn::initialize from the run's seed, then --perturb's.
+void initialize_model(models::Model& model, const TrainConfig& c);
+
 /// The run's device (plain "cuda" under mpirun: each rank of a host its own GPU).
 Device training_device(const TrainConfig& c);
 

@@ -337,7 +337,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
 
   // Model, data, step (optimizer and schedule), restored when resuming.
   Run run(c, warnings, group.rank(), group.size());
-  nn::initialize(*run.model, c.run.seed);
+  initialize_model(*run.model, c);
   run.model->to(run.device);
   Step step(*run.model, c.optimizer, planned_schedule(c, run.steps_per_epoch, run.global_batch),
             c.run.seed);

@@ -58,6 +58,16 @@ TEST(Stats, TestsMatchScipyOnFixedSamples) {
     const TostResult t = tost_welch(a, b, p["margin"]);
     expect_close(t.p_lower, p["tost"]["p_lower"], 1e-8, name + " tost lower");
     expect_close(t.p_upper, p["tost"]["p_upper"], 1e-8, name + " tost upper");
+    if (!p["paired"].is_null()) {
+      const WelchResult pt = paired_t_test(a, b);
+      expect_close(pt.t, p["paired"]["t"], 1e-10, name + " paired t");
+      expect_close(pt.p, p["paired"]["p"], 1e-8, name + " paired p");
+      expect_close(pt.ci_low, p["paired"]["ci_low"], 1e-8, name + " paired ci_low");
+      expect_close(pt.ci_high, p["paired"]["ci_high"], 1e-8, name + " paired ci_high");
+      const TostResult pto = tost_paired(a, b, p["margin"]);
+      expect_close(pto.p_lower, p["paired"]["tost_p_lower"], 1e-8, name + " paired tost lower");
+      expect_close(pto.p_upper, p["paired"]["tost_p_upper"], 1e-8, name + " paired tost upper");
+    }
     const MannWhitneyResult m = mann_whitney_u(a, b);
     expect_close(m.u, p["mann_whitney"]["u"], 1e-12, name + " U");
     expect_close(m.p, p["mann_whitney"]["p"], 1e-9, name + " U p");
@@ -150,6 +160,30 @@ TEST(Stats, CallsRealDifferencesDifferentAndNeverIdenticalOnes) {
   EXPECT_GT(identical_equivalent,
             kTrials * 8 / 10);  // mostly shown equivalent, not just "not different"
   EXPECT_EQ(shifted_called_different, kTrials);
+  // Paired, as a study's seeds are: a large spread from seed to seed that both configurations
+  // share, a small one of their own. The paired test sees through the shared part.
+  int paired_identical_different = 0, paired_identical_equivalent = 0, paired_shifted = 0;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    const auto seed = static_cast<std::uint64_t>(trial);
+    const std::vector<double> shared = normal_sample(seed, 4, 5, 0.0, 4 * sd);
+    std::vector<double> a = normal_sample(seed, 5, 5, mean, sd / 3);
+    std::vector<double> same = normal_sample(seed, 6, 5, mean, sd / 3);
+    std::vector<double> shifted = normal_sample(seed, 7, 5, 1.05 * mean, sd / 3);
+    for (std::size_t i = 0; i < shared.size(); ++i) {
+      a[i] += shared[i];
+      same[i] += shared[i];
+      shifted[i] += shared[i];
+    }
+    const Comparison c = compare(a, same, margin, "A", "B", 0.05, seed, 200, true);
+    paired_identical_different += c.verdict == Verdict::different;
+    paired_identical_equivalent += c.verdict == Verdict::equivalent;
+    paired_shifted +=
+        compare(a, shifted, margin, "A", "C", 0.05, seed, 200, true).verdict == Verdict::different;
+  }
+  EXPECT_EQ(paired_identical_different, 0);
+  EXPECT_GT(paired_identical_equivalent, kTrials * 9 / 10);
+  EXPECT_EQ(paired_shifted, kTrials);
+
   // Too few repeats for the noise: inconclusive, with the repeats a power estimate asks for.
   const std::vector<double> noisy_a = normal_sample(9, 1, 3, mean, 10 * sd);
   const std::vector<double> noisy_b = normal_sample(9, 2, 3, mean, 10 * sd);

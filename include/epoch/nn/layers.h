@@ -169,5 +169,8 @@ class Lrn : public Module {
 /// Glorot-uniform (fan-in/out from the shape), biases and peepholes (names ending in "bias" and
 /// "_peephole") zero, 1-D scales (batch-norm gamma) one.
 void initialize(Module& module, std::uint64_t seed);
+/// Moves every parameter element one ulp up or down (a draw per element from `seed` and the
+/// parameter's name), zeros included: a perturbation as small as a rounding.
+void jitter_ulp(Module& module, std::uint64_t seed);
 
 }  // namespace epoch::nn

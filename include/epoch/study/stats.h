@@ -47,6 +47,16 @@ struct TostResult {
 TostResult tost_welch(std::span<const double> a, std::span<const double> b, double margin,
                       double alpha = 0.05);
 
+/// The paired t-test of mean(a - b) over pairs (a[i], b[i]) (the same seed under two
+/// configurations): the statistic, n - 1 degrees of freedom, two-sided p and the interval, in
+/// a WelchResult. No spread in the differences: exact, as welch_t_test.
+/// requires: equal sizes, at least 2 pairs.
+WelchResult paired_t_test(std::span<const double> a, std::span<const double> b,
+                          double confidence = 0.95);
+/// TOST on the paired differences.
+TostResult tost_paired(std::span<const double> a, std::span<const double> b, double margin,
+                       double alpha = 0.05);
+
 /// The Mann-Whitney U test (two-sided): u is a's statistic (its rank sum minus n_a(n_a+1)/2,
 /// ties at mid-ranks); the exact distribution when one sample has at most 8 values and there
 /// are no ties, else the normal approximation with the tie correction and a continuity
@@ -87,6 +97,11 @@ struct Comparison {
   Summary a, b;
   WelchResult welch;
   TostResult tost;
+  /// The same on the pairs (a[i], b[i]) when the samples are paired (each seed under both
+  /// configurations: the same initial weights and data order), which the verdict then uses.
+  bool paired = false;
+  WelchResult paired_test;
+  TostResult paired_tost;
   MannWhitneyResult mann_whitney;
   Interval bootstrap;
   Verdict verdict = Verdict::inconclusive;
@@ -100,9 +115,11 @@ struct Comparison {
 /// the margin (a difference that matters, shown at the test's level, so identical
 /// configurations are not called different by chance); else equivalent when TOST says so;
 /// else inconclusive, with the repeats a power estimate asks for to tell a difference of
-/// `margin` apart. `name_a` and `name_b` name them in the words.
+/// `margin` apart. `name_a` and `name_b` name them in the words. With `paired` (equal sizes,
+/// a[i] and b[i] from the same seed) the verdict uses the paired test and TOST, which remove
+/// the seed-to-seed spread both configurations share.
 Comparison compare(std::span<const double> a, std::span<const double> b, double margin,
                    const std::string& name_a, const std::string& name_b, double alpha = 0.05,
-                   std::uint64_t seed = 0, std::int64_t resamples = 10000);
+                   std::uint64_t seed = 0, std::int64_t resamples = 10000, bool paired = false);
 
 }  // namespace epoch::study

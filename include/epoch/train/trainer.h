@@ -69,6 +69,11 @@ struct RunConfig {
   int threads = 0;             // 0: every core
   std::uint64_t seed = 0;
   Determinism determinism = Determinism::reproducible;
+  /// Seeded, controlled nondeterminism: "none", or "ulp" (every initial parameter moved one
+  /// ulp up or down, by a draw from perturb_seed), so a study can ask whether a change as small
+  /// as rounding changes the outcome.
+  std::string perturb = "none";
+  std::uint64_t perturb_seed = 0;
   /// The fast path's convolution algorithms (ops::ConvAlgorithm): auto or direct.
   ops::ConvAlgorithm conv_algorithm = ops::ConvAlgorithm::automatic;
   /// Samples per evaluation batch; 0: auto_eval_batch_size (training_data.h).

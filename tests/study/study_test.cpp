@@ -1,0 +1,96 @@
+// The study runner: configurations parsed and refused with one clear error, those this machine
+// cannot run listed with the reason, every configuration of a seed started from the same
+// weights and data, and study.json holding the runs and the paired comparisons.
+#include "epoch/study/study.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "epoch/tensor/error.h"
+#include "epoch/tensor/storage.h"
+#include "testing/testing.h"
+
+namespace epoch::study {
+namespace {
+
+TEST(Study, ParsesConfigurationsAndRefusesBadOnes) {
+  const std::vector<StudyConfigSpec> s =
+      parse_study_configs("cpu:1,cpu:2+perturb,cpu:2+reference,cuda,cuda-nocudnn");
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].threads, 1);
+  EXPECT_FALSE(s[0].perturb || s[0].reference);
+  EXPECT_TRUE(s[1].perturb);
+  EXPECT_EQ(s[1].threads, 2);
+  EXPECT_TRUE(s[2].reference);
+  EXPECT_EQ(s[3].device, "cuda");
+  EXPECT_TRUE(s[3].cudnn);
+  EXPECT_FALSE(s[4].cudnn);
+  for (const char* bad :
+       {"cpu", "cpu:0", "cpu:x", "cpu:2+fast", "gpu", "cpu:1,,cpu:2", "cpu:1,cpu:1", "cpu:2 "})
+    EXPECT_THROW(parse_study_configs(bad), ConfigError) << bad;
+  EXPECT_EQ(skip_reason(s[0]), "");
+  if (memory::cuda_device_count() == 0) EXPECT_NE(skip_reason(s[3]), "");
+  EXPECT_NE(skip_reason(s[4]), "");  // cuDNN cannot be switched off (or no GPU)
+}
+
+TEST(Study, RunsEveryConfigurationPerSeedAndComparesThemPaired) {
+  testing::TempDir dir;
+  StudyConfig c;
+  c.configs = "cpu:1,cpu:2+perturb,cpu:2+reference,cuda-nocudnn";
+  c.repeats = 2;
+  c.limit_train = 512;
+  c.limit_test = 256;
+  c.out_dir = dir / "study";
+  const StudyResult r = run_study(c, nullptr);
+  ASSERT_EQ(r.ran.size(), 3u);
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].first, "cuda-nocudnn");
+  ASSERT_EQ(r.runs.size(), 6u);  // 2 seeds x 3 configurations, seed by seed
+  EXPECT_EQ(r.runs[0].seed, r.runs[2].seed);
+  EXPECT_NE(r.runs[0].seed, r.runs[3].seed);
+  ASSERT_EQ(r.comparisons.size(), 3u);
+  EXPECT_GT(r.margin, 0.0);
+  for (const auto& [names, cmp] : r.comparisons) {
+    EXPECT_TRUE(cmp.paired);
+    EXPECT_FALSE(cmp.words.empty());
+    // The same seeds, weights within an ulp or a summation order of each other: never
+    // called different.
+    EXPECT_NE(cmp.verdict, Verdict::different)
+        << names.first << " vs " << names.second << ": " << cmp.words;
+  }
+  // Every run is a run folder of its own, and the perturbed one says so.
+  std::ifstream config(r.runs[1].run_dir + "/config.json");
+  const nlohmann::json j = nlohmann::json::parse(config);
+  EXPECT_EQ(j["perturb"], "ulp");
+  std::ifstream file(dir / "study/study.json");
+  const nlohmann::json s = nlohmann::json::parse(file);
+  EXPECT_EQ(s["runs"].size(), 6u);
+  EXPECT_EQ(s["skipped"][0]["config"], "cuda-nocudnn");
+  EXPECT_TRUE(s["comparisons"][0].contains("paired"));
+  EXPECT_TRUE(s["comparisons"][0].contains("verdict"));
+}
+
+TEST(Study, BadSettingsAreOneClearError) {
+  testing::TempDir dir;
+  StudyConfig c;
+  c.out_dir = dir / "s";
+  c.repeats = 1;
+  EXPECT_THROW(run_study(c, nullptr), ConfigError);
+  c.repeats = 2;
+  c.configs = "cpu:1,cuda-nocudnn";  // one that runs
+  EXPECT_THROW(run_study(c, nullptr), ConfigError);
+  c.configs = "cpu:1,cpu:2";
+  c.protocol = "mnist-gan";
+  EXPECT_THROW(run_study(c, nullptr), ConfigError);
+  c.protocol = "prednet-study";  // needs --data
+  EXPECT_THROW(run_study(c, nullptr), ConfigError);
+  c.protocol = "autoencoder";
+  c.margin = 0.0;
+  EXPECT_THROW(run_study(c, nullptr), ConfigError);
+}
+
+}  // namespace
+}  // namespace epoch::study
