@@ -43,8 +43,32 @@ TEST(Layers, InitializationIsDeterministicAndScaled) {
   EXPECT_EQ(pa[0].second.to_vector(), pb[0].second.to_vector());
   EXPECT_NE(pa[0].second.to_vector(), pc[0].second.to_vector());
   for (float v : pa[1].second.to_vector()) EXPECT_EQ(v, 0.0f);  // bias
-  const float bound = std::sqrt(6.0f / (9.0f + 36.0f));          // glorot, fan in 9, out 36
+  const float bound = std::sqrt(6.0f / (9.0f + 36.0f));         // glorot, fan in 9, out 36
   for (float v : pa[0].second.to_vector()) EXPECT_LE(std::fabs(v), bound);
+}
+
+TEST(Layers, JitterMovesEveryParameterOneUlpFromItsSeed) {
+  auto a = tiny_cnn(), b = tiny_cnn(), c = tiny_cnn();
+  initialize(*a, 42);
+  initialize(*b, 42);
+  initialize(*c, 42);
+  jitter_ulp(*b, 7);
+  jitter_ulp(*c, 7);
+  const auto pa = a->parameters(), pb = b->parameters(), pc = c->parameters();
+  int up = 0, down = 0;
+  for (std::size_t k = 0; k < pa.size(); ++k) {
+    const std::vector<float> va = pa[k].second.to_vector(), vb = pb[k].second.to_vector();
+    EXPECT_EQ(vb, pc[k].second.to_vector()) << pa[k].first;  // the same seed, the same jitter
+    for (std::size_t i = 0; i < va.size(); ++i) {
+      const bool is_up = vb[i] == std::nextafter(va[i], HUGE_VALF);
+      const bool is_down = vb[i] == std::nextafter(va[i], -HUGE_VALF);
+      ASSERT_TRUE(is_up || is_down) << pa[k].first << "[" << i << "]: " << va[i] << " -> " << vb[i];
+      up += is_up;
+      down += is_down;
+    }
+  }
+  EXPECT_GT(up, 20);  // both ways, about half each
+  EXPECT_GT(down, 20);
 }
 
 TEST(Layers, FlatParametersKeepValuesAndCollectGradients) {
@@ -61,7 +85,8 @@ TEST(Layers, FlatParametersKeepValuesAndCollectGradients) {
   for (const auto& [name, p] : net->parameters()) {
     const std::vector<float> g = p.grad().to_vector();
     const std::vector<float> all = flat.grads.to_vector();
-    for (std::size_t i = 0; i < g.size(); ++i) EXPECT_EQ(g[i], all[static_cast<std::size_t>(offset) + i]) << name;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      EXPECT_EQ(g[i], all[static_cast<std::size_t>(offset) + i]) << name;
     offset += p.numel();
   }
   float norm = 0.0f;
