@@ -95,9 +95,10 @@ std::unique_ptr<data::SampleSource> open_evaluation_data(
 void check_trains_on_images(const models::ModelSpec& spec) {
   if (spec.task == models::Task::frame_prediction)
     EPOCH_THROW(ConfigError, "model ", spec.name,
-                " predicts video frames, and training on data is not supported for it yet "
-                "(`epoch bench --model ",
-                spec.name, "` times its training steps)");
+                " predicts video frames and reads sequence folders, not the image pipeline "
+                "(`epoch train --model ",
+                spec.name, " --data DIR` trains it, `epoch bench --model ", spec.name,
+                "` times its steps)");
 }
 
 TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& spec,
