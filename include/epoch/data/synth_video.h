@@ -1,8 +1,8 @@
-// Generated first-person video for `epoch data synth --kind video`: a camera walking forward
-// over a procedurally textured ground, panning left and right under a sky with distant
-// mountains, past balls that roll on their own. Motion a predictive model can learn, with a
-// previous-frame baseline (predict frame t by frame t-1) to beat. Written as folders of frames,
-// the layout sequence datasets are read from.
+// Generated first-person video for `epoch data synth --kind video`: a camera moving forward at
+// a car's pace over a procedurally textured ground, panning left and right under a sky with
+// distant mountains, past balls that roll on their own. Motion a predictive model can learn,
+// with a previous-frame baseline (predict frame t by frame t-1) to beat. Written as folders of
+// frames, the layout sequence datasets are read from.
 #pragma once
 
 #include <cstdint>
