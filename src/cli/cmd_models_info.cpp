@@ -46,17 +46,6 @@ int run_models(bool json) {
   return 0;
 }
 
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      const std::size_t colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(colon + 2);
-    }
-  return "unknown";
-}
-
 int run_info(bool json) {
   __builtin_cpu_init();
   std::vector<std::string> features;
@@ -80,7 +69,7 @@ int run_info(bool json) {
         {"onednn", ops::onednn_available()},
         {"compiler", __VERSION__}}},
       {"cpu",
-       {{"model", cpu_model_name()},
+       {{"model", ops::cpu_model_name()},
         {"features", features},
         {"logical_cores", omp_get_num_procs()}}},
       {"threads", ops::num_threads()},
@@ -98,8 +87,8 @@ int run_info(bool json) {
               ops::onednn_available() ? "yes" : "no", __VERSION__);
   std::string feats;
   for (const auto& f : features) feats += " " + f;
-  std::printf("cpu:      %s (%d logical cores;%s)\n", cpu_model_name().c_str(), omp_get_num_procs(),
-              feats.c_str());
+  std::printf("cpu:      %s (%d logical cores;%s)\n", ops::cpu_model_name().c_str(),
+              omp_get_num_procs(), feats.c_str());
   std::printf("threads:  %d (set with --threads or OMP_NUM_THREADS)\n", ops::num_threads());
   const char* whose = wait.source == "epoch"
                           ? "epoch's default; OMP_WAIT_POLICY or GOMP_SPINCOUNT overrides it"

@@ -18,7 +18,14 @@ struct StudyOptions {
 
 int run_study_command(const StudyOptions& o) {
   const study::StudyResult r = study::run_study(o.config, o.json ? nullptr : stdout);
-  if (o.json) std::printf("%s\n", r.to_json().dump().c_str());
+  const std::string report = write_report_or_warn(o.config.out_dir);
+  if (o.json) {
+    nlohmann::json j = r.to_json();
+    if (!report.empty()) j["report"] = report;
+    std::printf("%s\n", j.dump().c_str());
+  } else if (!report.empty()) {
+    std::printf("study: report %s\n", report.c_str());
+  }
   return 0;
 }
 

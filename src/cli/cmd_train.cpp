@@ -114,9 +114,11 @@ int run_train(TrainOptions& o) {
                  train::describe_recipe(c).c_str());
   const train::TrainResult r = train::train(c, progress);
   if (group.rank() != 0) return 0;
+  const std::string report = write_report_or_warn(r.run_dir);
   if (o.json) {
     nlohmann::json j = r.to_json();
     j["model"] = c.run.model;
+    if (!report.empty()) j["report"] = report;
     j["peak_rss_mib"] = peak_rss_mib();
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -138,6 +140,7 @@ int run_train(TrainOptions& o) {
     if (r.skipped_images > 0)
       std::printf("skipped:       %lld bad image file%s (named in the warnings above)\n",
                   static_cast<long long>(r.skipped_images), r.skipped_images == 1 ? "" : "s");
+    if (!report.empty()) std::printf("report:        %s\n", report.c_str());
   }
   return 0;
 }

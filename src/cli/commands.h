@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace epoch::cli {
 
@@ -15,6 +16,11 @@ void add_bench_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 void add_scale_command(CLI::App& app, int& exit_code);
 void add_study_command(CLI::App& app, int& exit_code);
+void add_report_command(CLI::App& app, int& exit_code);
+
+/// Writes DIR/report.html (epoch report) at the end of a training or a study; a failure is a
+/// warning on stderr (what was trained stays), and the result the empty string.
+std::string write_report_or_warn(const std::string& dir);
 
 /// True when stdout is a terminal (progress bars redraw in place only there).
 bool stdout_is_terminal();

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   epoch::cli::add_data_command(app, exit_code);
   epoch::cli::add_scale_command(app, exit_code);
   epoch::cli::add_study_command(app, exit_code);
+  epoch::cli::add_report_command(app, exit_code);
   if (argc > 1 && argv[1][0] != '-') {
     std::string valid;
     bool known = false;

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "epoch/tensor/error.h"
 #include "kernels/impl_note.h"
@@ -78,6 +79,17 @@ std::string onednn_cpu_isa() {
 
 bool onednn_has_winograd() { return onednn_cpu_isa().rfind("avx512_core", 0) == 0; }
 bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && t_kernels == CpuKernels::fast; }
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const std::size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  return "unknown";
+}
 
 void set_num_threads(int threads) {
   if (threads < 0 || threads > kMaxThreads)

@@ -112,7 +112,7 @@ train::TrainConfig protocol_config(const StudyConfig& study) {
     c.data.source = study.data;  // empty: Debian's Fashion-MNIST
     c.run.epochs = study.epochs > 0 ? study.epochs : 1;
     c.run.batch_size = 128;
-    c.run.log_every = 0;
+    c.run.log_every = 5;  // the curves of `epoch report` (logging leaves the bits alone)
     c.data.limit_train = study.limit_train;
     c.data.limit_test = study.limit_test;
     c.run.quiet = true;
@@ -127,7 +127,7 @@ train::TrainConfig protocol_config(const StudyConfig& study) {
     c.data.source = study.data;
     c.run.epochs = study.epochs > 0 ? study.epochs : 1;
     c.run.batch_size = 1;
-    c.run.log_every = 0;
+    c.run.log_every = 1;
     c.data.limit_train = study.limit_train > 0 ? study.limit_train : 250;
     c.data.limit_test = study.limit_test > 0 ? study.limit_test : 25;
     c.run.quiet = true;

@@ -9,6 +9,7 @@
 
 #include "epoch/dist/process_group.h"
 #include "epoch/nn/layers.h"
+#include "epoch/ops/backend.h"
 #include "epoch/tensor/file_io.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/run_dir.h"
@@ -141,6 +142,27 @@ std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
   return optim::make_schedule(sched);
 }
 
+namespace {
+/// Where the run ran, for `epoch report` and anyone comparing runs later.
+json run_environment() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char started[32];
+  std::strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return {{"started_utc", started},
+          {"host", host},
+          {"cpu", ops::cpu_model_name()},
+          {"logical_cores", static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))},
+          {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
+          {"onednn_isa", ops::onednn_cpu_isa()},
+          {"cuda_build", EPOCH_WITH_CUDA == 1},
+          {"compiler", __VERSION__}};
+}
+}  // namespace
+
 void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c,
                       const models::Model& model, int world) {
   json cfg = c.to_json();
@@ -149,6 +171,7 @@ void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c
   cfg["world_size"] = world;  // processes (mpirun ranks); batch_size is per process
   cfg["global_batch_size"] = c.run.batch_size * world;
   cfg["epoch_version"] = EPOCH_VERSION;
+  cfg["environment"] = run_environment();
   const std::string text = cfg.dump(2) + "\n";
   write_file_atomic((run_dir / "config.json").string(),
                     std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),

@@ -28,6 +28,8 @@ TEST(StudyCli, AShortStudyComparesItsConfigurations) {
   ASSERT_EQ(j["comparisons"].size(), 1u);
   EXPECT_TRUE(j["comparisons"][0]["words"].is_string());
   EXPECT_TRUE(std::filesystem::exists(dir / "s/study.json"));
+  EXPECT_EQ(j["report"], dir / "s/report.html");
+  EXPECT_TRUE(std::filesystem::exists(dir / "s/report.html"));
   expect_one_line_error(run_epoch("study --configs cpu:0 --out " + (dir / "t"), dir), 1, "cpu:0");
   expect_one_line_error(run_epoch("study --protocol prednet-study --out " + (dir / "u"), dir), 1,
                         "--data DIR");

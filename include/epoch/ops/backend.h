@@ -72,6 +72,8 @@ std::string onednn_cpu_isa();
 bool onednn_has_winograd();
 /// True when the calling thread's fast path is selected and oneDNN is compiled in.
 bool use_onednn();
+/// The CPU's name as /proc/cpuinfo gives it ("unknown" where it does not).
+std::string cpu_model_name();
 
 /// Switches the calling thread to the given kernels for a scope (tests compare both paths).
 class CpuKernelsGuard {
