@@ -3,7 +3,6 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 

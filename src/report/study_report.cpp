@@ -7,6 +7,7 @@
 
 #include "epoch/report/report.h"
 #include "epoch/report/svg_chart.h"
+#include "epoch/study/stats.h"
 #include "html_page.h"
 
 namespace epoch::report {
@@ -23,15 +24,6 @@ fs::path run_folder(const fs::path& study_dir, const json& run) {
   if (!named.empty() && fs::exists(named / "metrics.jsonl", ec)) return named;
   return study_dir / run.value("config", std::string()) /
          ("seed-" + std::to_string(run.value("seed", 0ull)));
-}
-
-/// Linear interpolation between order statistics (numpy's default, as study/stats.h).
-double quantile(std::vector<double> sorted, double q) {
-  if (sorted.empty()) return std::nan("");
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const std::size_t i = static_cast<std::size_t>(pos);
-  const double frac = pos - static_cast<double>(i);
-  return i + 1 < sorted.size() ? sorted[i] + frac * (sorted[i + 1] - sorted[i]) : sorted[i];
 }
 
 /// The mean training loss over a configuration's repeats at each logged step, with the lowest
@@ -139,14 +131,13 @@ std::string study_report_html(const std::string& study_dir) {
     for (const json& r : runs)
       if (r.value("config", "") == c && r.contains("figure") && r["figure"].is_number())
         b.values.push_back(r["figure"].get<double>());
-    std::vector<double> sorted = b.values;
-    std::sort(sorted.begin(), sorted.end());
-    if (sorted.empty()) continue;
-    b.min = sorted.front();
-    b.max = sorted.back();
-    b.q1 = quantile(sorted, 0.25);
-    b.median = quantile(sorted, 0.5);
-    b.q3 = quantile(sorted, 0.75);
+    if (b.values.empty()) continue;
+    const study::Summary five = study::summarize(b.values);
+    b.min = five.min;
+    b.q1 = five.q1;
+    b.median = five.median;
+    b.q3 = five.q3;
+    b.max = five.max;
     boxes.boxes.push_back(b);
   }
   body << box_plot_svg(boxes);
