@@ -26,6 +26,8 @@ CpuKernels initial_kernels() {
 thread_local CpuKernels t_kernels = initial_kernels();
 thread_local ConvAlgorithm t_conv = ConvAlgorithm::automatic;
 thread_local KernelTrace* t_trace = nullptr;
+thread_local std::optional<std::uint64_t> t_perturb_order;
+thread_local std::uint64_t t_perturb_draws = 0;
 }  // namespace
 
 KernelTrace::KernelTrace() : previous_(t_trace) { t_trace = this; }
@@ -39,18 +41,32 @@ bool is_reference_impl(const std::string& impl) {
 }
 
 Context default_context() { return Context{initial_kernels(), 0, ConvAlgorithm::automatic}; }
-Context current_context() { return Context{t_kernels, omp_get_max_threads(), t_conv}; }
+Context current_context() {
+  return Context{t_kernels, omp_get_max_threads(), t_conv, t_perturb_order};
+}
 
-ContextGuard::ContextGuard(const Context& context) : previous_(current_context()) {
+ContextGuard::ContextGuard(const Context& context)
+    : previous_(current_context()), previous_draws_(t_perturb_draws) {
   set_num_threads(context.threads);
   t_kernels = context.kernels;
   t_conv = context.conv;
+  // A context that starts a perturbation starts its draws afresh (the same seed, the same
+  // orders); one nested in a context with the same perturbation (a training step's) goes on.
+  if (context.perturb_order != t_perturb_order) t_perturb_draws = 0;
+  t_perturb_order = context.perturb_order;
 }
 
 ContextGuard::~ContextGuard() {
   t_kernels = previous_.kernels;
   t_conv = previous_.conv;
+  t_perturb_order = previous_.perturb_order;
+  t_perturb_draws = previous_draws_;
   omp_set_num_threads(previous_.threads);
+}
+
+std::optional<std::uint64_t> next_perturb_order_key() {
+  if (!t_perturb_order) return std::nullopt;
+  return *t_perturb_order ^ ((t_perturb_draws++ + 1) * 0xd1b54a32d192ed03ULL);
 }
 
 void set_cpu_kernels(CpuKernels kernels) { t_kernels = kernels; }
@@ -78,7 +94,19 @@ std::string onednn_cpu_isa() {
 }
 
 bool onednn_has_winograd() { return onednn_cpu_isa().rfind("avx512_core", 0) == 0; }
-bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && t_kernels == CpuKernels::fast; }
+bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && t_kernels != CpuKernels::reference; }
+
+const char* cpu_kernels_name(CpuKernels k) {
+  switch (k) {
+    case CpuKernels::fast:
+      return "fast";
+    case CpuKernels::reference:
+      return "reference";
+    case CpuKernels::strict:
+      return "strict";
+  }
+  return "fast";
+}
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");

@@ -2,6 +2,9 @@
 // cpu/conv2d_cpu.h; a oneDNN path is chosen first on the CPU when use_onednn()).
 #include "epoch/ops/conv2d.h"
 
+#include <optional>
+#include <vector>
+
 #include "cpu/activation_cpu.h"
 #include "cpu/conv2d_cpu.h"
 #include "cpu/elementwise_cpu.h"
@@ -14,7 +17,9 @@
 #if EPOCH_WITH_ONEDNN
 #include "cpu/conv2d_onednn.h"
 #include "cpu/conv2d_winograd.h"
+#include "cpu/fixed_parts.h"
 #include "kernels/impl_note.h"
+#include "ops/batch_parts.h"
 #include "ops/relayout.h"
 #endif
 #if EPOCH_WITH_CUDNN
@@ -67,6 +72,36 @@ bool own_winograd(const kernels::Conv2dDims& d) {
          cpu::onednn::conv2d_winograd_eligible(d) && cpu::conv2d_winograd_supported(d);
 }
 
+// Runs run(part) over the whole batch as one part, or, under strict, over the fixed partition
+// (cpu/fixed_parts.h), each part on one thread: oneDNN's forward kernels split some
+// convolutions' sums over input channels by thread count (grouped ones, measured).
+template <typename Run>
+void over_batch(const kernels::Conv2dDims& d, const Run& run) {
+  if (cpu_kernels() != CpuKernels::strict) return run(cpu::Part{0, d.N});
+  const std::vector<cpu::Part> parts = cpu::fixed_parts(d.N);
+  cpu::for_each_part(parts.size(), [&](std::size_t i) { run(parts[i]); });
+}
+
+// The output channel block oneDNN's forward picks for these sizes: under strict, the one the
+// parts' single-threaded primitives pick for the first part's batch.
+std::int64_t forward_output_block(const kernels::Conv2dDims& d, bool has_bias, std::int64_t xb,
+                                  cpu::onednn::ConvAlgo algo) {
+  if (cpu_kernels() != CpuKernels::strict)
+    return cpu::onednn::conv2d_forward_output_block(d, has_bias, xb,
+                                                    cpu::onednn::ConvLayout::automatic, algo);
+  kernels::Conv2dDims part = d;
+  part.N = cpu::fixed_parts(d.N).front().count;
+  const cpu::OneThread one;
+  return cpu::onednn::conv2d_forward_output_block(part, has_bias, xb,
+                                                  cpu::onednn::ConvLayout::automatic, algo);
+}
+
+// A part of a batch of f32 activations, sample_size floats a sample in either layout (blocked
+// tensors have no channel padding).
+inline float* part_of(const Tensor& t, const cpu::Part& part, std::int64_t sample_size) {
+  return activation_f32(t) + part.begin * sample_size;
+}
+
 #endif
 
 }  // namespace
@@ -109,21 +144,24 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {
+          const std::int64_t x_sample = d.C * d.H * d.W, y_sample = d.OC * d.OH * d.OW;
           if (own_winograd(d)) {  // in the 8-channel blocked layout it takes
             const Tensor x8 = relayout(x, 8);
             const Tensor y8 = Tensor::empty_blocked(y_shape, 8);
             kernels::note_impl(cpu::kWinogradImpl);
-            cpu::conv2d_winograd_forward(d, activation_f32(x8), wc.f32(), bp, activation_f32(y8),
-                                         p.relu);
+            over_batch(d, [&](const cpu::Part& part) {
+              kernels::Conv2dDims dp = d;
+              dp.N = part.count;
+              cpu::conv2d_winograd_forward(dp, part_of(x8, part, x_sample), wc.f32(), bp,
+                                           part_of(y8, part, y_sample), p.relu);
+            });
             y = p.blocked_output ? y8 : relayout(y8, 0);
             return;
           }
           const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
           const std::int64_t xb = x.channel_block();
           const std::int64_t yb =
-              p.blocked_output ? cpu::onednn::conv2d_forward_output_block(
-                                     d, bp != nullptr, xb, cpu::onednn::ConvLayout::automatic, algo)
-                               : 0;
+              p.blocked_output ? forward_output_block(d, bp != nullptr, xb, algo) : 0;
           const Tensor xc = xb != 0 ? x : x.contiguous();
           y = yb != 0 ? Tensor::empty_blocked(y_shape, yb)
                       : Tensor::empty(y_shape, DType::f32, dev);
@@ -131,18 +169,24 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
           // activations, which a chain of blocked activations would reorder in and out of at
           // every layer: blocked activations keep the training kernels, the same values.
           const bool inference = p.inference && xb == 0 && yb == 0;
-          cpu::onednn::conv2d_forward(d, activation_f32(xc), wc.f32(), bp, activation_f32(y),
-                                      cpu::onednn::ConvLayout::automatic, {xb, yb},
-                                      {.relu = p.relu, .inference = inference}, algo);
+          over_batch(d, [&](const cpu::Part& part) {
+            kernels::Conv2dDims dp = d;
+            dp.N = part.count;
+            cpu::onednn::conv2d_forward(dp, part_of(xc, part, x_sample), wc.f32(), bp,
+                                        part_of(y, part, y_sample),
+                                        cpu::onednn::ConvLayout::automatic, {xb, yb},
+                                        {.relu = p.relu, .inference = inference}, algo);
+          });
         },
+    .strict_ok = true,  // under strict, over the fixed partition of the batch
 #endif
 #if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
-    .cuda = [&] {
-      plain([&](const float* xp, float* yp) {
-        cuda::cudnn::conv2d_forward(d, xp, wc.f32(), bp, yp);
-        if (p.relu) cuda::relu_forward(yp, yp, y.numel());
-      });
-    },
+        .cuda = [&] {
+          plain([&](const float* xp, float* yp) {
+            cuda::cudnn::conv2d_forward(d, xp, wc.f32(), bp, yp);
+            if (p.relu) cuda::relu_forward(yp, yp, y.numel());
+          });
+        },
 #endif
   });
   return y;
@@ -175,9 +219,7 @@ Tensor conv2d_forward_add(const Tensor& x, const Tensor& w, const Tensor& b, con
           const float* bp = bc.defined() ? bc.f32() : nullptr;
           const std::int64_t xb = x.channel_block();
           const std::int64_t yb =
-              p.blocked_output ? cpu::onednn::conv2d_forward_output_block(
-                                     d, bp != nullptr, xb, cpu::onednn::ConvLayout::automatic, algo)
-                               : 0;
+              p.blocked_output ? forward_output_block(d, bp != nullptr, xb, algo) : 0;
           if (residual.channel_block() != yb) return separate();
           const Tensor xc = xb != 0 ? x : x.contiguous();
           const Tensor wc = w.contiguous();
@@ -189,12 +231,19 @@ Tensor conv2d_forward_add(const Tensor& x, const Tensor& w, const Tensor& b, con
             cpu::copy(activation_f32(rc), activation_f32(y), rc.numel());
           }
           const bool inference = p.inference && xb == 0 && yb == 0;  // as conv2d_forward
-          cpu::onednn::conv2d_forward(d, activation_f32(xc), wc.f32(), bp, activation_f32(y),
-                                      cpu::onednn::ConvLayout::automatic, {xb, yb},
-                                      {.relu = p.relu, .inference = inference, .add = true}, algo);
+          const std::int64_t x_sample = d.C * d.H * d.W, y_sample = d.OC * d.OH * d.OW;
+          over_batch(d, [&](const cpu::Part& part) {
+            kernels::Conv2dDims dp = d;
+            dp.N = part.count;
+            cpu::onednn::conv2d_forward(
+                dp, part_of(xc, part, x_sample), wc.f32(), bp, part_of(y, part, y_sample),
+                cpu::onednn::ConvLayout::automatic, {xb, yb},
+                {.relu = p.relu, .inference = inference, .add = true}, algo);
+          });
         },
+    .strict_ok = true,  // as conv2d_forward
 #endif
-    .cuda = separate,
+        .cuda = separate,
   });
   return y;
 }
@@ -228,26 +277,41 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {
-          if (own_winograd(d)) {  // dx comes back in x's layout, as below
-            const Tensor x8 = relayout(x, 8), dy8 = relayout(dy, 8);
-            const Tensor dx8 = need_dx ? Tensor::empty_blocked(x.shape(), 8) : Tensor();
-            kernels::note_impl(cpu::kWinogradImpl);
-            cpu::conv2d_winograd_backward(d, activation_f32(dy8), activation_f32(x8), wc.f32(),
-                                          need_dx ? activation_f32(dx8) : nullptr, g.dw.f32(), db);
-            if (need_dx) g.dx = relayout(dx8, x.channel_block());
-            return;
-          }
+          // The kernel over a run of samples: epoch's Winograd in the 8-channel blocked
+          // layout, or oneDNN in the layouts dy and x come in; dx comes back in x's layout.
+          const bool winograd = own_winograd(d);
           const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
-          const std::int64_t xb = x.channel_block(), yb = dy.channel_block();
-          const Tensor xc = xb != 0 ? x : x.contiguous();
-          const Tensor dyc = yb != 0 ? dy : dy.contiguous();
+          const Tensor xc = winograd ? relayout(x, 8) : x.is_blocked() ? x : x.contiguous();
+          const Tensor dyc = winograd ? relayout(dy, 8) : dy.is_blocked() ? dy : dy.contiguous();
+          Tensor dxc;
           if (need_dx)
-            g.dx = xb != 0 ? Tensor::empty_blocked(x.shape(), xb)
-                           : Tensor::empty(x.shape(), DType::f32, dev);
-          cpu::onednn::conv2d_backward(d, activation_f32(dyc), activation_f32(xc), wc.f32(),
-                                       need_dx ? activation_f32(g.dx) : nullptr, g.dw.f32(), db,
-                                       cpu::onednn::ConvLayout::automatic, {xb, yb}, algo);
+            dxc = xc.is_blocked() ? Tensor::empty_blocked(x.shape(), xc.channel_block())
+                                  : Tensor::empty(x.shape(), DType::f32, dev);
+          if (winograd) kernels::note_impl(cpu::kWinogradImpl);
+          const std::int64_t x_sample = d.C * d.H * d.W, y_sample = d.OC * d.OH * d.OW;
+          const auto run = [&](const cpu::Part& part, float* dwp, float* dbp) {
+            kernels::Conv2dDims dp = d;
+            dp.N = part.count;
+            const float* dyp = part_of(dyc, part, y_sample);
+            const float* xp = part_of(xc, part, x_sample);
+            float* dxp = need_dx ? part_of(dxc, part, x_sample) : nullptr;
+            if (winograd)
+              cpu::conv2d_winograd_backward(dp, dyp, xp, wc.f32(), dxp, dwp, dbp);
+            else
+              cpu::onednn::conv2d_backward(dp, dyp, xp, wc.f32(), dxp, dwp, dbp,
+                                           cpu::onednn::ConvLayout::automatic,
+                                           {xc.channel_block(), dyc.channel_block()}, algo);
+          };
+          const std::optional<std::uint64_t> order_key = next_perturb_order_key();
+          if (cpu_kernels() == CpuKernels::strict || order_key)
+            sum_over_parts(d.N, {g.dw.f32(), g.dw.numel()}, {db, has_bias ? d.OC : 0}, order_key,
+                           run);
+          else
+            run(cpu::Part{0, d.N}, g.dw.f32(), db);
+          if (need_dx) g.dx = winograd ? relayout(dxc, x.channel_block()) : dxc;
         },
+    // The weight gradient's sum over the batch is split in a fixed partition under strict.
+        .strict_ok = true,
 #endif
 #if EPOCH_WITH_CUDNN
     .cuda = [&] {

@@ -16,7 +16,7 @@ void dispatch_traced(const char* op, Device d, const Kernels& k, KernelTrace& tr
   std::string impl;
   switch (d.type) {
     case DeviceType::cpu:
-      if (k.fast && k.fast_if && cpu_kernels() == CpuKernels::fast) {
+      if (runs_fast(k)) {
         k.fast();
         impl = noted.empty() ? "epoch:fast" : std::move(noted);
       } else {

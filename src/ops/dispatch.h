@@ -81,15 +81,26 @@ struct Kernels {
   KernelRef cpu;        // the plain reference kernel: always given, the test oracle
   KernelRef fast = {};  // the CPU fast path (oneDNN, or an own vectorized kernel)
   bool fast_if = true;  // a further condition of the fast path (shapes it handles)
+  /// The fast path gives the same bits at every thread count (a test at 1 to 4 threads says
+  /// so, tests/cpu/thread_invariance_test.cpp), or, under CpuKernels::strict, makes itself so
+  /// (a fixed partition, cpu/fixed_parts.h): CpuKernels::strict may run it.
+  bool strict_ok = false;
   KernelRef cuda = {};  // own CUDA kernels, cuBLAS or cuDNN
 };
+
+/// True when the calling thread's CPU kernels run k's fast path: it exists, takes these shapes,
+/// and the kernels are CpuKernels::fast, or CpuKernels::strict and the fast path is strict_ok.
+inline bool runs_fast(const Kernels& k) {
+  if (!k.fast || !k.fast_if) return false;
+  const CpuKernels chosen = cpu_kernels();
+  return chosen == CpuKernels::fast || (chosen == CpuKernels::strict && k.strict_ok);
+}
 
 /// Runs k with a KernelTrace active: records op and the implementation that ran (see
 /// KernelRecord), with the names the kernel gave through kernels::note_impl().
 void dispatch_traced(const char* op, Device d, const Kernels& k, KernelTrace& trace);
 
-/// Runs the kernel for device d. On the CPU that is `fast` when given, `fast_if` holds and the
-/// calling thread's CPU kernels are CpuKernels::fast (for oneDNN: use_onednn()), else the
+/// Runs the kernel for device d. On the CPU that is `fast` when runs_fast(k), else the
 /// reference `cpu`. A device without a kernel throws BackendUnavailable naming op.
 inline void dispatch(const char* op, Device d, const Kernels& k) {
   if (KernelTrace* trace = KernelTrace::active(); trace != nullptr) [[unlikely]] {
@@ -98,7 +109,7 @@ inline void dispatch(const char* op, Device d, const Kernels& k) {
   }
   switch (d.type) {
     case DeviceType::cpu:
-      if (k.fast && k.fast_if && cpu_kernels() == CpuKernels::fast)
+      if (runs_fast(k))
         k.fast();
       else
         k.cpu();

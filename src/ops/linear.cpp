@@ -8,6 +8,7 @@
 
 #if EPOCH_WITH_ONEDNN
 #include "cpu/linear_onednn.h"
+#include "ops/batch_parts.h"
 #endif
 
 #if EPOCH_WITH_CUDA
@@ -52,9 +53,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     .cpu = [&] { cpu::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
 #if EPOCH_WITH_ONEDNN
     .fast = [&] { cpu::onednn::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
+    .strict_ok = true,  // the same bits at every thread count (thread_invariance_test)
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] { cuda::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
+        .cuda = [&] { cuda::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
 #endif
   });
   return c;
@@ -83,12 +85,13 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, bool re
         },
 #if EPOCH_WITH_ONEDNN
     .fast = [&] { cpu::onednn::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT, relu); },
+    .strict_ok = true,  // the same bits at every thread count (thread_invariance_test)
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] {
-      cuda::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT);
-      if (relu) cuda::relu_forward(y.f32(), y.f32(), y.numel());
-    },
+        .cuda = [&] {
+          cuda::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT);
+          if (relu) cuda::relu_forward(y.f32(), y.f32(), y.numel());
+        },
 #endif
   });
   return y;
@@ -129,14 +132,25 @@ LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {
-          cpu::onednn::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db, N, IN,
-                                       OUT);
+          // Under --perturb order, over the batch's fixed partition with a shuffled sum.
+          const std::optional<std::uint64_t> order_key = next_perturb_order_key();
+          if (!order_key)
+            return cpu::onednn::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db,
+                                                N, IN, OUT);
+          sum_over_parts(N, {g.dw.f32(), g.dw.numel()}, {db, has_bias ? OUT : 0}, order_key,
+                         [&](const cpu::Part& part, float* dwp, float* dbp) {
+                           cpu::onednn::linear_backward(
+                               dyc.f32() + part.begin * OUT, xc.f32() + part.begin * IN, wc.f32(),
+                               dx != nullptr ? dx + part.begin * IN : nullptr, dwp, dbp, part.count,
+                               IN, OUT);
+                         });
         },
+    .strict_ok = true,  // the same bits at every thread count (thread_invariance_test)
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] {
-      cuda::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db, N, IN, OUT);
-    },
+        .cuda = [&] {
+          cuda::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db, N, IN, OUT);
+        },
 #endif
   });
   return g;

@@ -170,9 +170,12 @@ Tensor lrn_forward(const Tensor& x, const LrnParams& p) {
           cpu::onednn::lrn_forward(xc.f32(), y.f32(), N, C, HW, p.size, p.alpha, p.beta, p.k);
         },
     .fast_if = (p.size % 2 == 1),
+    .strict_ok = true,  // the same bits at every thread count (thread_invariance_test)
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] { cuda::lrn_forward(xc.f32(), y.f32(), N, C, HW, p.size, p.alpha, p.beta, p.k); },
+        .cuda = [&] {
+          cuda::lrn_forward(xc.f32(), y.f32(), N, C, HW, p.size, p.alpha, p.beta, p.k);
+        },
 #endif
   });
   return y;
@@ -203,12 +206,13 @@ Tensor lrn_backward(const Tensor& dy, const Tensor& x, const Tensor& y, const Lr
                                     p.alpha, p.beta, p.k);
         },
     .fast_if = (p.size % 2 == 1),
+    .strict_ok = true,  // the same bits at every thread count (thread_invariance_test)
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] {
-      cuda::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), N, C, HW, p.size, p.alpha, p.beta,
-                         p.k);
-    },
+        .cuda = [&] {
+          cuda::lrn_backward(dyc.f32(), xc.f32(), yc.f32(), dx.f32(), N, C, HW, p.size, p.alpha,
+                             p.beta, p.k);
+        },
 #endif
   });
   return dx;

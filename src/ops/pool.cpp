@@ -108,12 +108,13 @@ MaxPoolResult max_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
           cpu::onednn::max_pool2d_forward(d, C, xc.f32(), r.y.f32(),
                                           r.indices.data<std::uint8_t>());
         },
+    .strict_ok = true,  // the same bits at every thread count (thread_invariance_test)
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] {
-      r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
-      cuda::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
-    },
+        .cuda = [&] {
+          r.indices = Tensor::empty(r.y.shape(), DType::i32, dev);
+          cuda::max_pool2d_forward(d, xc.f32(), r.y.f32(), r.indices.data<std::int32_t>());
+        },
 #endif
   });
   return r;
@@ -195,9 +196,10 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dParams& p) {
     .cpu = [&] { cpu::avg_pool2d_forward(d, include_pad, xc.f32(), y.f32()); },
 #if EPOCH_WITH_ONEDNN
     .fast = [&] { cpu::onednn::avg_pool2d_forward(d, x.size(1), include_pad, xc.f32(), y.f32()); },
+    .strict_ok = true,  // the same bits at every thread count (thread_invariance_test)
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] { cuda::avg_pool2d_forward(d, include_pad, xc.f32(), y.f32()); },
+        .cuda = [&] { cuda::avg_pool2d_forward(d, include_pad, xc.f32(), y.f32()); },
 #endif
   });
   return y;
@@ -218,9 +220,10 @@ Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dP
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] { cpu::onednn::avg_pool2d_backward(d, x_shape[1], include_pad, dyc.f32(), dx.f32()); },
+    .strict_ok = true,  // the same bits at every thread count (thread_invariance_test)
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] { cuda::avg_pool2d_backward(d, include_pad, dyc.f32(), dx.f32()); },
+        .cuda = [&] { cuda::avg_pool2d_backward(d, include_pad, dyc.f32(), dx.f32()); },
 #endif
   });
   return dx;

@@ -40,8 +40,8 @@ train::TrainConfig configured(train::TrainConfig c, const StudyConfigSpec& spec,
   c.run.seed = seed;
   c.run.device = spec.device;
   c.run.threads = spec.threads;
-  c.run.determinism =
-      spec.reference ? train::Determinism::strict : train::Determinism::reproducible;
+  c.run.determinism = train::Determinism::reproducible;
+  c.run.cpu_kernels = spec.reference ? "reference" : "auto";
   if (spec.perturb) {
     c.run.perturb = "ulp";
     c.run.perturb_seed = seed ^ 0x9e3779b97f4a7c15ULL;  // its own stream, per repeat

@@ -442,9 +442,20 @@ const std::vector<ConfigField>& config_fields() {
        },
        .choices = {"fast", "reproducible", "strict"},
        .show_default = true},
+      {.key = "cpu_kernels",
+       .flag = "--cpu-kernels",
+       .help = "auto (the fast kernels; thread-count-invariant under --determinism strict) or "
+               "reference (the plain kernels, the test oracle)",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{[&c] { return c.run.cpu_kernels; },
+                          [&c](const std::string& s) { c.run.cpu_kernels = s; }};
+       },
+       .choices = {"auto", "reference"},
+       .show_default = true},
       {.key = "perturb",
        .flag = "--perturb",
-       .help = "Seeded nondeterminism: none, or ulp (initial weights moved one ulp each)",
+       .help = "Seeded nondeterminism: none, ulp (initial weights moved one ulp each) or order "
+               "(shuffled summation order of the convolutions' weight gradients)",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.run.perturb; },
        .show_default = true},
       {.key = "perturb_seed",

@@ -49,10 +49,19 @@ std::string default_run_dir(const std::string& model) {
   return "runs/" + model + "-" + stamp;
 }
 
+ops::Context run_context(const RunConfig& r) {
+  ops::Context context{ops::CpuKernels::fast, r.threads, r.conv_algorithm};
+  if (r.cpu_kernels == "reference")
+    context.kernels = ops::CpuKernels::reference;
+  else if (r.determinism == Determinism::strict)
+    context.kernels = ops::CpuKernels::strict;
+  if (r.perturb == "order") context.perturb_order = r.perturb_seed;
+  return context;
+}
+
 void check_common_config(const TrainConfig& c) {
-  if (c.run.perturb != "none" && c.run.perturb != "ulp")
-    EPOCH_THROW(ConfigError, "--perturb ", c.run.perturb,
-                ": expected none or ulp (a shuffled summation order is not available yet)");
+  if (c.run.perturb != "none" && c.run.perturb != "ulp" && c.run.perturb != "order")
+    EPOCH_THROW(ConfigError, "--perturb ", c.run.perturb, ": expected none, ulp or order");
   if (c.run.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.run.epochs);
   if (c.run.batch_size < 1)
     EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.run.batch_size);
@@ -156,7 +165,7 @@ json run_environment() {
           {"host", host},
           {"cpu", ops::cpu_model_name()},
           {"logical_cores", static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))},
-          {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
+          {"cpu_kernels", ops::cpu_kernels_name(ops::cpu_kernels())},
           {"onednn_isa", ops::onednn_cpu_isa()},
           {"cuda_build", EPOCH_WITH_CUDA == 1},
           {"compiler", __VERSION__}};

@@ -12,6 +12,7 @@
 
 #include "epoch/models/zoo.h"
 #include "epoch/nn/module.h"
+#include "epoch/ops/backend.h"
 #include "epoch/optim/optimizer.h"
 #include "epoch/optim/schedule.h"
 #include "epoch/tensor/safetensors.h"
@@ -40,6 +41,11 @@ double peak_rss_mib();
 
 /// runs/<model>-<date>-<time>.
 std::string default_run_dir(const std::string& model);
+
+/// The run's kernels, threads, convolution algorithms and --perturb order (ops::Context):
+/// the reference kernels for --cpu-kernels reference, the strict ones for --determinism
+/// strict, the fast ones otherwise.
+ops::Context run_context(const RunConfig& r);
 
 /// ConfigError for settings no run can take (epochs, batch, learning rate, threads, warm-up).
 void check_common_config(const TrainConfig& c);

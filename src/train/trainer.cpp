@@ -330,9 +330,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   start.step = position[1];
 
   // This call's kernels and threads, for this thread only and restored on return.
-  const ops::ContextGuard context(ops::Context{
-      c.run.determinism == Determinism::strict ? ops::CpuKernels::reference : ops::CpuKernels::fast,
-      c.run.threads, c.run.conv_algorithm});
+  const ops::ContextGuard context(run_context(c.run));
   if (video) return train_clips(c, start, progress_out, warnings, wall_start);
 
   // Model, data, step (optimizer and schedule), restored when resuming.

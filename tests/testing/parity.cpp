@@ -25,6 +25,9 @@ const std::vector<Backend>& backends() {
       {"reference", ops::CpuKernels::reference, Device::cpu(), [] { return std::string(); }},
       {"onednn", ops::CpuKernels::fast, Device::cpu(),
        [] { return std::string(ops::onednn_available() ? "" : "this build has no oneDNN"); }},
+      {"strict", ops::CpuKernels::strict, Device::cpu(),
+       [] { return std::string(ops::onednn_available() ? "" : "this build has no oneDNN"); },
+       "onednn"},
       {"cuda", ops::CpuKernels::reference, Device::cuda(),
        [] {
          if (EPOCH_WITH_CUDA == 0) return std::string("this build has no CUDA (EPOCH_WITH_CUDA=0)");
@@ -46,6 +49,14 @@ std::vector<Param> params_for(DeviceType device) {
     if (all[b].device.type != device) continue;
     for (const OpCase& c : cases()) out.push_back({&all[b], &c});
   }
+  return out;
+}
+
+std::vector<Param> params_for_backend(const std::string& name) {
+  std::vector<Param> out;
+  for (const Backend& b : backends())
+    if (b.name == name)
+      for (const OpCase& c : cases()) out.push_back({&b, &c});
   return out;
 }
 
@@ -116,8 +127,10 @@ struct RunResult {
 
 // Runs the entry with the backend's kernels on its device; dy (on the CPU) as given, or drawn
 // from the first forward output's shape when undefined (the reference run).
-RunResult run_on(const Backend& b, const OpCase& c, Tensor& dy) {
-  const ops::CpuKernelsGuard kernels(b.cpu_kernels);
+// threads: the CPU threads to run on (0 keeps the calling thread's count).
+RunResult run_on(const Backend& b, const OpCase& c, Tensor& dy, int threads = 0) {
+  const ops::ContextGuard context(
+      ops::Context{b.cpu_kernels, threads, ops::current_context().conv});
   std::vector<Tensor> in = c.inputs(seed_of(c));
   for (Tensor& t : in)
     if (t.defined()) t = t.to(b.device);
@@ -130,8 +143,9 @@ RunResult run_on(const Backend& b, const OpCase& c, Tensor& dy) {
   return r;
 }
 
+// tolerant: the case's tolerances apply (against the reference); false: only default_tol.
 void compare(const char* phase, const Backend& b, const OpCase& c, const Outputs& actual,
-             const Outputs& expected, Tolerance default_tol) {
+             const Outputs& expected, Tolerance default_tol, bool tolerant = true) {
   for (const Output& e : expected) {
     if (listed(c.saved, e.name)) continue;
     const auto a = std::find_if(actual.begin(), actual.end(),
@@ -150,13 +164,21 @@ void compare(const char* phase, const Backend& b, const OpCase& c, const Outputs
           << b.device.str();
     }
     Tolerance tol = default_tol;
-    if (const auto custom = c.output_tol.find(e.name); custom != c.output_tol.end())
-      tol = custom->second;
-    if (const auto by_backend = c.backend_tol.find(b.name); by_backend != c.backend_tol.end())
-      tol = by_backend->second;
-    if (const auto by_output = c.backend_tol.find(b.name + "/" + e.name);
-        by_output != c.backend_tol.end())
-      tol = by_output->second;
+    if (tolerant) {
+      if (const auto custom = c.output_tol.find(e.name); custom != c.output_tol.end())
+        tol = custom->second;
+      const auto backend_tol = [&](const std::string& key) {
+        const auto found = c.backend_tol.find(key);
+        if (found == c.backend_tol.end() && !b.tolerances_of.empty())
+          return c.backend_tol.find(b.tolerances_of + key.substr(b.name.size()));
+        return found;
+      };
+      if (const auto by_backend = backend_tol(b.name); by_backend != c.backend_tol.end())
+        tol = by_backend->second;
+      if (const auto by_output = backend_tol(b.name + "/" + e.name);
+          by_output != c.backend_tol.end())
+        tol = by_output->second;
+    }
     EXPECT_TRUE(matches(a->value, e.value, tol)) << phase << " output " << e.name;
   }
   for (const Output& a : actual)
@@ -178,6 +200,21 @@ void check(const Param& p) {
   const RunResult actual = run_on(b, c, dy);
   compare("forward", b, c, actual.forward, expected.forward, c.forward_tol);
   compare("backward", b, c, actual.backward, expected.backward, c.backward_tol);
+}
+
+void check_thread_invariance(const Param& p) {
+  const Backend& b = *p.backend;
+  const OpCase& c = *p.op_case;
+  if (const std::string why = b.unavailable(); !why.empty())
+    GTEST_SKIP() << b.name << " unavailable: " << why;
+  Tensor dy;
+  const RunResult one = run_on(b, c, dy, 1);
+  for (int threads = 2; threads <= 4; ++threads) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads against 1");
+    const RunResult many = run_on(b, c, dy, threads);
+    compare("forward", b, c, many.forward, one.forward, kExact, false);
+    compare("backward", b, c, many.backward, one.backward, kExact, false);
+  }
 }
 
 }  // namespace epoch::testing::parity

@@ -39,11 +39,14 @@ const Tensor& get(const Outputs& outputs, const std::string& name);
 /// How to run an op: the CPU kernels selected while it runs and the device its inputs are put
 /// on. backends()[0] is the reference every other backend is compared with.
 struct Backend {
-  std::string name;  // in the test names: reference, onednn, cuda
+  std::string name;  // in the test names: reference, onednn, strict, cuda
   ops::CpuKernels cpu_kernels;
   Device device;
   /// Empty when the backend can run here, else why not (the tests skip, saying so).
   std::function<std::string()> unavailable;
+  /// The backend whose OpCase::backend_tol entries this one takes when it has none of its own
+  /// (strict runs oneDNN's kernels, so it takes "onednn"'s); empty: its own only.
+  std::string tolerances_of = {};
 };
 const std::vector<Backend>& backends();
 
@@ -108,6 +111,12 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info);
 /// Runs the entry on the reference and on the backend and compares every named output;
 /// skips (GTEST_SKIP, with the reason) when the backend is unavailable.
 void check(const Param& p);
+
+/// Runs the entry on the backend at 1, 2, 3 and 4 threads and expects every output, forward
+/// and backward, to be bit-for-bit the same as at 1 thread; skips as check() does.
+void check_thread_invariance(const Param& p);
+/// Every entry for the named backend.
+std::vector<Param> params_for_backend(const std::string& name);
 
 /// The value-parameterized fixture; each executable instantiates it for its devices.
 class BackendParity : public ::testing::TestWithParam<Param> {};

@@ -4,12 +4,21 @@
 // one process (each on its own thread); nothing here is process-wide.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace epoch::ops {
 
-enum class CpuKernels { fast, reference };
+/// `fast`: the fast path (oneDNN, epoch's own vectorized kernels), whose bits may change with
+/// the thread count (a reduction split across threads). `strict`: the fast path where it gives
+/// the same bits at every thread count, either as it is or split into a fixed partition of the
+/// batch (cpu/fixed_parts.h), and the reference kernels elsewhere. `reference`: the plain
+/// kernels, the test oracle.
+enum class CpuKernels { fast, reference, strict };
+/// "fast", "reference", "strict".
+const char* cpu_kernels_name(CpuKernels k);
 
 /// Which algorithms the fast path's convolutions may use. `automatic`: Winograd (F(4x4, 3x3),
 /// oneDNN's, on CPUs where oneDNN has it: AVX-512) for 3x3 unit-stride convolutions with at
@@ -35,6 +44,11 @@ struct Context {
   CpuKernels kernels = CpuKernels::fast;
   int threads = 0;  // OpenMP and oneDNN threads of this thread's ops; 0: every core
   ConvAlgorithm conv = ConvAlgorithm::automatic;
+  /// --perturb order: the seed of a shuffled summation order in the reductions that allow one
+  /// (the sums of a fixed partition's parts, cpu/fixed_parts.h, which the convolution's
+  /// weight gradient then takes under any kernel choice but the reference); none: the fixed
+  /// order.
+  std::optional<std::uint64_t> perturb_order = std::nullopt;
 };
 
 /// The process default (see Context): what a new thread starts with.
@@ -54,7 +68,12 @@ class ContextGuard {
 
  private:
   Context previous_;
+  std::uint64_t previous_draws_ = 0;  // next_perturb_order_key()'s count, restored
 };
+
+/// The key of the next reduction's shuffled order under the calling thread's --perturb order
+/// (a hash of its seed and a count of the draws since the context was installed), or none.
+std::optional<std::uint64_t> next_perturb_order_key();
 
 /// Selects the calling thread's CPU kernels from now on.
 void set_cpu_kernels(CpuKernels kernels);
@@ -70,7 +89,8 @@ std::string onednn_cpu_isa();
 /// True when oneDNN has Winograd convolution kernels for the ISA it dispatches to (avx512_core
 /// and above in oneDNN 2.6), i.e. when ConvAlgorithm::automatic can run them.
 bool onednn_has_winograd();
-/// True when the calling thread's fast path is selected and oneDNN is compiled in.
+/// True when the calling thread's fast path (CpuKernels::fast or strict) is selected and oneDNN
+/// is compiled in.
 bool use_onednn();
 /// The CPU's name as /proc/cpuinfo gives it ("unknown" where it does not).
 std::string cpu_model_name();

@@ -69,9 +69,16 @@ struct RunConfig {
   int threads = 0;             // 0: every core
   std::uint64_t seed = 0;
   Determinism determinism = Determinism::reproducible;
-  /// Seeded, controlled nondeterminism: "none", or "ulp" (every initial parameter moved one
-  /// ulp up or down, by a draw from perturb_seed), so a study can ask whether a change as small
-  /// as rounding changes the outcome.
+  /// "auto": the fast kernels, made thread-count-invariant under Determinism::strict
+  /// (ops::CpuKernels::strict); "reference": the plain reference kernels, whatever the
+  /// determinism (a study's +reference configuration: an implementation difference shows up
+  /// as what it is).
+  std::string cpu_kernels = "auto";
+  /// Seeded, controlled nondeterminism: "none"; "ulp" (every initial parameter moved one ulp
+  /// up or down, by a draw from perturb_seed); or "order" (the convolutions' weight gradients
+  /// add their batch parts in a shuffled order, a fresh one each call, drawn from
+  /// perturb_seed). A study asks with them whether a change as small as rounding changes the
+  /// outcome.
   std::string perturb = "none";
   std::uint64_t perturb_seed = 0;
   /// The fast path's convolution algorithms (ops::ConvAlgorithm): auto or direct.
