@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "bench/bench_kernels.h"
 #include "epoch/autograd/autograd.h"
 #include "epoch/dist/process_group.h"
 #include "epoch/models/zoo.h"
@@ -48,7 +49,7 @@ nlohmann::json ComputeBenchResult::to_json() const {
           {"batch_size", config.batch_size},
           {"device", config.device},
           {"threads", threads_used},
-          {"kernels", config.reference_kernels ? "reference" : "fast"},
+          {"kernels", ops::cpu_kernels_name(bench_kernels(config))},
           {"conv_algorithm", ops::conv_algorithm_name(config.conv_algorithm)},
           {"optimizer", config.optimizer},
           {"warmup", config.warmup},
@@ -77,9 +78,7 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   if (c.batch_size < 1) EPOCH_THROW(ConfigError, "--batch-size must be at least 1");
   if (c.steps < 10) EPOCH_THROW(ConfigError, "--steps must be at least 10 (a median needs them)");
   if (c.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
-  const ops::ContextGuard context(
-      ops::Context{c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast,
-                   c.threads, c.conv_algorithm});
+  const ops::ContextGuard context(ops::Context{bench_kernels(c), c.threads, c.conv_algorithm});
   std::shared_ptr<models::Model> model = models::build_model(c.model);
   nn::initialize(*model, c.seed);
   const Device device = parse_device(c.device);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <utility>
 
+#include "bench/bench_kernels.h"
 #include "bench/bench_util.h"
 #include "epoch/autograd/autograd.h"
 #include "epoch/models/zoo.h"
@@ -149,7 +150,7 @@ json LayerBenchResult::to_json() const {
           {"model", config.model},
           {"batch_size", config.batch_size},
           {"threads", threads_used},
-          {"kernels", config.reference_kernels ? "reference" : "fast"},
+          {"kernels", ops::cpu_kernels_name(bench_kernels(config))},
           {"conv_algorithm", ops::conv_algorithm_name(config.conv_algorithm)},
           {"isa", isa},
           {"warmup", warmup_used},
@@ -182,9 +183,7 @@ LayerBenchResult run_layer_bench(const LayerBenchConfig& c) {
   if (c.steps != 0 && c.steps < 3)
     EPOCH_THROW(ConfigError, "--steps must be at least 3 with --layers");
   if (c.warmup < -1) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
-  const ops::ContextGuard context(
-      ops::Context{c.reference_kernels ? ops::CpuKernels::reference : ops::CpuKernels::fast,
-                   c.threads, c.conv_algorithm});
+  const ops::ContextGuard context(ops::Context{bench_kernels(c), c.threads, c.conv_algorithm});
   std::shared_ptr<models::Model> model = models::build_model(c.model);
   const auto* stack = dynamic_cast<const models::LayerStack*>(model.get());
   if (stack == nullptr)

@@ -164,6 +164,7 @@ json layers_row(const BenchOptions& o, std::int64_t batch, int threads, const js
   c.steps = o.steps_given ? o.config.steps : 0;
   c.optimizer = o.config.optimizer;
   c.reference_kernels = o.config.reference_kernels;
+  c.strict_kernels = o.config.strict_kernels;
   c.conv_algorithm = o.config.conv_algorithm;
   c.seed = o.config.seed;
   json row = bench::run_layer_bench(c).to_json();
@@ -530,6 +531,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--optimizer", c.optimizer, "Optimizer of the training step")
       ->capture_default_str();
   cmd->add_flag("--reference-kernels", c.reference_kernels, "Time the plain reference kernels");
+  cmd->add_flag("--strict", c.strict_kernels,
+                "Time --determinism strict's kernels (the same bits at every thread count)");
   cmd->add_option_function<std::string>(
          "--conv-algo",
          [&c](const std::string& s) { c.conv_algorithm = ops::parse_conv_algorithm(s); },

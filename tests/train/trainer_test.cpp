@@ -122,19 +122,6 @@ TEST(Trainer, ResumingEqualsNotStopping) {
   expect_same_checkpoint_tensors(straight.checkpoint, resumed.checkpoint);
 }
 
-TEST(Trainer, StrictDeterminismIgnoresTheThreadCount) {
-  testing::TempDir dir;
-  TrainConfig one = small_config(dir / "one");
-  one.run.determinism = Determinism::strict;
-  one.run.epochs = 1;
-  one.data.synthetic_count = 256;
-  one.run.threads = 1;
-  TrainConfig two = one;
-  two.run.out_dir = dir / "two";
-  two.run.threads = 2;
-  expect_same_checkpoint_tensors(train(one, stdout).checkpoint, train(two, stdout).checkpoint);
-}
-
 TEST(Trainer, DivergenceIsAClearError) {
   testing::TempDir dir;
   TrainConfig c = small_config(dir / "run");
@@ -296,14 +283,14 @@ TEST(Trainer, KeepsTheNewestEpochCheckpointsAndTheBest) {
 namespace epoch::train {
 namespace {
 
-// Golden runs: strict determinism (reference kernels, fixed reduction orders) from a fixed
-// seed must reproduce these step losses bit for bit, one model per task (classification,
-// reconstruction, binary); a change that alters the arithmetic of training shows up here.
-// Regenerate with EPOCH_PRINT_GOLDEN=1 after an intended change (last: parameters named by
-// module path, which keys their initialization and dropout streams).
-// The losses are those of the Release build (GCC, -O3 -march=x86-64-v3), compared bit for bit
-// there; other builds (Debug, sanitizers, clang) contract and vectorize the floating point
-// differently and are held to a relative 1e-4 (they differ by up to about 1e-5).
+// Golden runs: the reference kernels (--cpu-kernels reference, whose fixed reduction orders
+// do not depend on the CPU's ISA or the thread count) from a fixed seed must reproduce these step
+// losses bit for bit, one model per task (classification, reconstruction, binary); a change that
+// alters the arithmetic of training shows up here. Regenerate with EPOCH_PRINT_GOLDEN=1 after an
+// intended change (last: parameters named by module path, which keys their initialization and
+// dropout streams). The losses are those of the Release build (GCC, -O3 -march=x86-64-v3), compared
+// bit for bit there; other builds (Debug, sanitizers, clang) contract and vectorize the floating
+// point differently and are held to a relative 1e-4 (they differ by up to about 1e-5).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && defined(__AVX2__) && \
     defined(__FMA__)
 constexpr bool kReleaseArithmetic = true;
@@ -330,7 +317,7 @@ TEST_P(GoldenRun, ReproducesItsLossesBitForBit) {
   c.run.out_dir = dir / "golden";
   c.run.quiet = true;
   c.run.seed = 3;
-  c.run.determinism = Determinism::strict;
+  c.run.cpu_kernels = "reference";
   c.data.synthetic_count = g.samples;
   c.run.epochs = 1;
   c.run.threads = 1;

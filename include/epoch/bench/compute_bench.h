@@ -21,6 +21,7 @@ struct ComputeBenchConfig {
   int steps = 20;  // timed steps (at least 10 are required)
   std::string optimizer = "adam";
   bool reference_kernels = false;  // time the plain reference kernels instead of oneDNN
+  bool strict_kernels = false;     // time --determinism strict's kernels (ops::CpuKernels::strict)
   ops::ConvAlgorithm conv_algorithm = ops::ConvAlgorithm::automatic;
   std::uint64_t seed = 0;
 };

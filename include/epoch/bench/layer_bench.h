@@ -26,6 +26,7 @@ struct LayerBenchConfig {
   int steps = 0;
   std::string optimizer = "adam";  // of the full step compared against
   bool reference_kernels = false;
+  bool strict_kernels = false;  // time --determinism strict's kernels (ops::CpuKernels::strict)
   ops::ConvAlgorithm conv_algorithm = ops::ConvAlgorithm::automatic;
   std::uint64_t seed = 0;
 };
