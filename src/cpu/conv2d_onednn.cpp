@@ -257,7 +257,8 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
                      float* dx, float* dw, float* db, ConvLayout layout, ConvBlocks blocks,
                      ConvAlgo algo) {
   if (empty(d)) {
-    std::fill(dw, dw + d.OC * (d.C / std::max<std::int64_t>(d.groups, 1)) * d.KH * d.KW, 0.0f);
+    if (dw != nullptr)
+      std::fill(dw, dw + d.OC * (d.C / std::max<std::int64_t>(d.groups, 1)) * d.KH * d.KW, 0.0f);
     if (db != nullptr) std::fill(db, db + d.OC, 0.0f);
     if (dx != nullptr) std::fill(dx, dx + d.N * d.C * d.H * d.W, 0.0f);
     return;
@@ -271,17 +272,21 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
         [&] { return make_backward(geometry(d, algo), need_dx, has_bias, any, blocks); });
     CallScratch scratch;
     // Weights first: dy reordered for it may be reused by the data pass.
-    memory dy_w = input(bw->dy_wei, dy, scratch);
-    memory xm = input(bw->x_wei, x, scratch);
-    memory dwm = output(bw->dw_out, dw, scratch);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dy_w}, {DNNL_ARG_DIFF_WEIGHTS, dwm}};
-    if (has_bias) args.emplace(DNNL_ARG_DIFF_BIAS, wrap(bw->db_md, db));
-    note_impl(bw->weights_impl);
-    run(bw->weights_prim, std::move(args));
-    output_done(bw->dw_out, dwm, dw);
+    memory dy_w;
+    if (dw != nullptr) {
+      dy_w = input(bw->dy_wei, dy, scratch);
+      memory xm = input(bw->x_wei, x, scratch);
+      memory dwm = output(bw->dw_out, dw, scratch);
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dy_w}, {DNNL_ARG_DIFF_WEIGHTS, dwm}};
+      if (has_bias) args.emplace(DNNL_ARG_DIFF_BIAS, wrap(bw->db_md, db));
+      note_impl(bw->weights_impl);
+      run(bw->weights_prim, std::move(args));
+      output_done(bw->dw_out, dwm, dw);
+    }
     if (need_dx) {
-      memory dy_d = bw->dy_data.to == bw->dy_wei.to ? dy_w : input(bw->dy_data, dy, scratch);
+      memory dy_d =
+          dw != nullptr && bw->dy_data.to == bw->dy_wei.to ? dy_w : input(bw->dy_data, dy, scratch);
       memory wm = input(bw->w_data, w, scratch);
       memory dxm = output(bw->dx_out, dx, scratch);
       note_impl(bw->data_impl);

@@ -58,8 +58,8 @@ void conv2d_backward(const kernels::Conv2dDims& d,
                      const float* x,   // (N, C, H, W)
                      const float* w,   // (OC, C/groups, KH, KW)
                      float* dx,        // (N, C, H, W) or null
-                     float* dw,        // (OC, C/groups, KH, KW)
-                     float* db,        // (OC) or null
+                     float* dw,        // (OC, C/groups, KH, KW), or null: dx alone
+                     float* db,        // (OC) or null (null when dw is)
                      ConvLayout layout = ConvLayout::automatic, ConvBlocks blocks = {},
                      ConvAlgo algo = ConvAlgo::direct);
 

@@ -72,12 +72,19 @@ bool own_winograd(const kernels::Conv2dDims& d) {
          cpu::onednn::conv2d_winograd_eligible(d) && cpu::conv2d_winograd_supported(d);
 }
 
-// Runs run(part) over the whole batch as one part, or, under strict, over the fixed partition
-// (cpu/fixed_parts.h), each part on one thread: oneDNN's forward kernels split some
-// convolutions' sums over input channels by thread count (grouped ones, measured).
+// True when the forward runs over the fixed partition of the batch: under strict, for grouped
+// convolutions, whose sums over input channels oneDNN's forward kernels split by thread count
+// (measured; every other forward gives the same bits at 1 to 4 threads, thread_invariance_test,
+// and a single-threaded part per sample costs up to a third of a ResNet's step).
+bool forward_in_parts(const kernels::Conv2dDims& d) {
+  return cpu_kernels() == CpuKernels::strict && d.groups > 1;
+}
+
+// Runs run(part) over the whole batch as one part, or, when forward_in_parts, over the fixed
+// partition (cpu/fixed_parts.h), each part on one thread.
 template <typename Run>
 void over_batch(const kernels::Conv2dDims& d, const Run& run) {
-  if (cpu_kernels() != CpuKernels::strict) return run(cpu::Part{0, d.N});
+  if (!forward_in_parts(d)) return run(cpu::Part{0, d.N});
   const std::vector<cpu::Part> parts = cpu::fixed_parts(d.N);
   cpu::for_each_part(parts.size(), [&](std::size_t i) { run(parts[i]); });
 }
@@ -86,7 +93,7 @@ void over_batch(const kernels::Conv2dDims& d, const Run& run) {
 // parts' single-threaded primitives pick for the first part's batch.
 std::int64_t forward_output_block(const kernels::Conv2dDims& d, bool has_bias, std::int64_t xb,
                                   cpu::onednn::ConvAlgo algo) {
-  if (cpu_kernels() != CpuKernels::strict)
+  if (!forward_in_parts(d))
     return cpu::onednn::conv2d_forward_output_block(d, has_bias, xb,
                                                     cpu::onednn::ConvLayout::automatic, algo);
   kernels::Conv2dDims part = d;
@@ -289,12 +296,13 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
                                   : Tensor::empty(x.shape(), DType::f32, dev);
           if (winograd) kernels::note_impl(cpu::kWinogradImpl);
           const std::int64_t x_sample = d.C * d.H * d.W, y_sample = d.OC * d.OH * d.OW;
-          const auto run = [&](const cpu::Part& part, float* dwp, float* dbp) {
+          // with_dx: the part's dx too (else dw and db alone; epoch's Winograd always gives dx).
+          const auto run = [&](const cpu::Part& part, float* dwp, float* dbp, bool with_dx) {
             kernels::Conv2dDims dp = d;
             dp.N = part.count;
             const float* dyp = part_of(dyc, part, y_sample);
             const float* xp = part_of(xc, part, x_sample);
-            float* dxp = need_dx ? part_of(dxc, part, x_sample) : nullptr;
+            float* dxp = need_dx && with_dx ? part_of(dxc, part, x_sample) : nullptr;
             if (winograd)
               cpu::conv2d_winograd_backward(dp, dyp, xp, wc.f32(), dxp, dwp, dbp);
             else
@@ -303,11 +311,23 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
                                            {xc.channel_block(), dyc.channel_block()}, algo);
           };
           const std::optional<std::uint64_t> order_key = next_perturb_order_key();
-          if (cpu_kernels() == CpuKernels::strict || order_key)
+          if (cpu_kernels() != CpuKernels::strict && !order_key) {
+            run(cpu::Part{0, d.N}, g.dw.f32(), db, true);
+          } else {
+            // oneDNN's data pass gives each dx element one thread's sum (the same bits at
+            // every thread count, thread_invariance_test): it runs on every thread over the
+            // whole batch, and only the weight pass, summed over the batch, runs in parts.
+            const bool dx_apart = need_dx && !winograd;
+            if (dx_apart)
+              cpu::onednn::conv2d_backward(d, activation_f32(dyc), activation_f32(xc), wc.f32(),
+                                           activation_f32(dxc), nullptr, nullptr,
+                                           cpu::onednn::ConvLayout::automatic,
+                                           {xc.channel_block(), dyc.channel_block()}, algo);
             sum_over_parts(d.N, {g.dw.f32(), g.dw.numel()}, {db, has_bias ? d.OC : 0}, order_key,
-                           run);
-          else
-            run(cpu::Part{0, d.N}, g.dw.f32(), db);
+                           [&](const cpu::Part& part, float* dwp, float* dbp) {
+                             run(part, dwp, dbp, !dx_apart);
+                           });
+          }
           if (need_dx) g.dx = winograd ? relayout(dxc, x.channel_block()) : dxc;
         },
     // The weight gradient's sum over the batch is split in a fixed partition under strict.
