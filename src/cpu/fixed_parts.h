@@ -13,7 +13,7 @@
 
 namespace epoch::cpu {
 
-/// The most parts a batch splits into: enough for 8 threads, few enough that each part keeps a
+/// The most parts a batch splits into: enough for 4 threads, few enough that each part keeps a
 /// batch large enough for oneDNN's kernels and the partial sums stay small.
 inline constexpr std::int64_t kMaxFixedParts = 4;
 
