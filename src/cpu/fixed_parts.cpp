@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <exception>
 #include <numeric>
 
@@ -21,6 +22,18 @@ std::vector<Part> fixed_parts(std::int64_t n) {
     out[static_cast<std::size_t>(p)] = {begin, count};
     begin += count;
   }
+  return out;
+}
+
+std::vector<Part> fixed_tiles(std::int64_t n) {
+  EPOCH_CHECK(n >= 1, "fixed_tiles: ", n, " rows");
+  constexpr std::int64_t kMinTile = 32, kAlign = 16;
+  const std::int64_t wanted = std::clamp<std::int64_t>(n / kMinTile, 1, kMaxFixedTiles);
+  const std::int64_t size = (n + wanted - 1) / wanted;
+  const std::int64_t tile = wanted == 1 ? n : (size + kAlign - 1) / kAlign * kAlign;
+  std::vector<Part> out;
+  for (std::int64_t begin = 0; begin < n; begin += tile)
+    out.push_back({begin, std::min(tile, n - begin)});
   return out;
 }
 

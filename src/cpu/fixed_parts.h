@@ -1,8 +1,10 @@
-// A partition of a batch that depends on the batch size alone, never on the thread count: how
-// CpuKernels::strict runs a kernel whose reduction over the batch oneDNN splits by thread (the
-// convolution's weight gradient). Each part runs on one thread as its own small batch, and the
-// parts' partial sums are added in a fixed order (or a seeded one, for --perturb order), so
-// the bits are the same at every thread count.
+// Partitions that depend on the problem's size alone, never on the thread count: how
+// CpuKernels::strict runs a kernel whose reductions oneDNN splits by thread. fixed_parts cuts
+// a batch (the convolution's weight gradient): each part runs on one thread as its own small
+// batch, and the parts' partial sums are added in a fixed order (or a seeded one, for
+// --perturb order). fixed_tiles cuts a product's output (the dense layers): each tile runs on
+// one thread and nothing is added across tiles. Either way the bits are the same at every
+// thread count.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,16 @@ struct Part {
 /// n samples in min(n, kMaxFixedParts) runs of consecutive samples, as equal as possible (the
 /// first ones a sample longer). requires: n >= 1.
 std::vector<Part> fixed_parts(std::int64_t n);
+
+/// The most tiles a product's output splits into (fixed_tiles): 1, 2, 4 and 8 threads share
+/// them evenly, 3 nearly so.
+inline constexpr std::int64_t kMaxFixedTiles = 8;
+
+/// n output rows (or columns) of a product in tiles that depend on n alone: at most
+/// kMaxFixedTiles runs, each at least 32 long, of a multiple of 16 (whole vectors) but the
+/// last. Every output element is one tile's whole sum, so nothing is added across tiles.
+/// requires: n >= 1.
+std::vector<Part> fixed_tiles(std::int64_t n);
 
 /// Runs body(i) for every part i in [0, parts), parallel over the calling thread's OpenMP
 /// threads, each part on one thread with OpenMP's thread count set to 1 inside (so oneDNN

@@ -30,6 +30,15 @@ ChannelView channel_view(const char* op, const Shape& shape) {
   return {shape[0], shape[1], inner};
 }
 
+#if EPOCH_WITH_ONEDNN
+// Strict's products over fixed output tiles, each one thread's (the same bits at every thread
+// count); the others as oneDNN splits them.
+cpu::onednn::Split onednn_split() {
+  return cpu_kernels() == CpuKernels::strict ? cpu::onednn::Split::fixed_tiles
+                                             : cpu::onednn::Split::onednn;
+}
+#endif
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
@@ -52,11 +61,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   dispatch("matmul", dev, {
     .cpu = [&] { cpu::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
 #if EPOCH_WITH_ONEDNN
-    .fast = [&] { cpu::onednn::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
-    // not strict_ok: oneDNN's AVX2 GEMM splits K by thread count (thread_invariance_test)
+    .fast =
+        [&] {
+          cpu::onednn::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32(), false, onednn_split());
+        },
+    .strict_ok = true,  // under strict, over fixed tiles of the output
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] { cuda::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
+        .cuda = [&] { cuda::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
 #endif
   });
   return c;
@@ -84,14 +96,18 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, bool re
           if (relu) cpu::relu_forward(y.f32(), y.f32(), y.numel());
         },
 #if EPOCH_WITH_ONEDNN
-    .fast = [&] { cpu::onednn::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT, relu); },
-    // not strict_ok: oneDNN's AVX2 GEMM splits K by thread count (thread_invariance_test)
+    .fast =
+        [&] {
+          cpu::onednn::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT, relu,
+                                      onednn_split());
+        },
+    .strict_ok = true,  // as matmul
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] {
-      cuda::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT);
-      if (relu) cuda::relu_forward(y.f32(), y.f32(), y.numel());
-    },
+        .cuda = [&] {
+          cuda::linear_forward(xc.f32(), wc.f32(), bp, y.f32(), N, IN, OUT);
+          if (relu) cuda::relu_forward(y.f32(), y.f32(), y.numel());
+        },
 #endif
   });
   return y;
@@ -136,7 +152,7 @@ LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
           const std::optional<std::uint64_t> order_key = next_perturb_order_key();
           if (!order_key)
             return cpu::onednn::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db,
-                                                N, IN, OUT);
+                                                N, IN, OUT, onednn_split());
           sum_over_parts(N, {g.dw.f32(), g.dw.numel()}, {db, has_bias ? OUT : 0}, order_key,
                          [&](const cpu::Part& part, float* dwp, float* dbp) {
                            cpu::onednn::linear_backward(
@@ -145,12 +161,12 @@ LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
                                IN, OUT);
                          });
         },
-    // not strict_ok: oneDNN's AVX2 GEMM splits K by thread count (thread_invariance_test)
+    .strict_ok = true,  // as matmul
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] {
-      cuda::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db, N, IN, OUT);
-    },
+        .cuda = [&] {
+          cuda::linear_backward(dyc.f32(), xc.f32(), wc.f32(), dx, g.dw.f32(), db, N, IN, OUT);
+        },
 #endif
   });
   return g;

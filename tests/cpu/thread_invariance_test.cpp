@@ -98,6 +98,17 @@ std::vector<ZooOp> zoo_ops() {
                           }});
     }
   }
+  {  // products in every transpose, tiled along the rows and along the columns
+    for (const auto& [m, n, k] : {std::tuple{300, 130, 150}, std::tuple{90, 260, 200}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, 15);
+          const Tensor b = random_tensor(tb ? Shape{n, k} : Shape{k, n}, 16);
+          ops_list.push_back(
+              {"matmul_m" + std::to_string(m) + (ta ? "_ta" : "") + (tb ? "_tb" : ""),
+               [=] { return std::vector<Tensor>{ops::matmul(a, b, ta, tb)}; }});
+        }
+  }
   {  // LRN and max pooling at cifar10-tf's sizes, batch 32
     const Tensor x = random_tensor({32, 64, 24, 24}, 12), dy = random_tensor({32, 64, 24, 24}, 13);
     ops_list.push_back({"lrn", [=] {

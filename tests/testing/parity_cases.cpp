@@ -159,7 +159,9 @@ void add_matmul_linear(std::vector<OpCase>& out) {
                                                        {3, 128, 1},
                                                        {7, 1, 9},
                                                        {5, 33, 7},
-                                                       {19, 33, 12}})
+                                                       {19, 33, 12},
+                                                       {150, 40, 70},
+                                                       {40, 120, 150}})
     for (bool bias : {true, false}) {
       OpCase c;
       c.op = "linear";
@@ -758,6 +760,13 @@ const std::vector<MatmulShape>& matmul_shapes() {
       for (bool ta : {false, true})
         for (bool tb : {false, true}) s.push_back({M, N, K, ta, tb});
     s.push_back({7, 5, 33, false, true});  // the fast-path op test: w x^T
+    // strict's fixed tiles along the rows (M > N) and along the columns (N > M), the last
+    // tile short, every transpose
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        s.push_back({200, 48, 40, ta, tb});
+        s.push_back({40, 200, 48, ta, tb});
+      }
     return s;
   }();
   return shapes;
