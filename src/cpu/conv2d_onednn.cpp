@@ -126,16 +126,22 @@ struct BackwardBundle {
   memory::desc db_md;
 };
 
+// The data pass, with the plain training forward `hint` as its hint.
+BwdData::primitive_desc backward_data_pd(const ConvGeometry& g, bool any,
+                                         const Fwd::primitive_desc& hint) {
+  return with_winograd(g, [&](dnnl::algorithm algorithm) {
+    BwdData::desc desc(algorithm, md_for(g.src, any), md_for(g.wei, any), md_for(g.dst, any),
+                       g.strides, g.dilates, g.pad_l, g.pad_r);
+    return BwdData::primitive_desc(desc, primitive_attr(), engine(), hint);
+  });
+}
+
 BackwardBundle make_backward(const ConvGeometry& g, bool need_dx, bool has_bias, bool any,
                              ConvBlocks blocks) {
   const Fwd::primitive_desc hint = forward_pd(g, has_bias, any);
   BackwardBundle b;
   if (need_dx) {
-    const BwdData::primitive_desc pd = with_winograd(g, [&](dnnl::algorithm algorithm) {
-      BwdData::desc desc(algorithm, md_for(g.src, any), md_for(g.wei, any), md_for(g.dst, any),
-                         g.strides, g.dilates, g.pad_l, g.pad_r);
-      return BwdData::primitive_desc(desc, primitive_attr(), engine(), hint);
-    });
+    const BwdData::primitive_desc pd = backward_data_pd(g, any, hint);
     b.has_data = true;
     b.data_prim = BwdData(pd);
     b.data_impl = impl_name(pd);
@@ -224,6 +230,45 @@ std::int64_t conv2d_forward_output_block(const Conv2dDims& d, bool has_bias, std
           return Choice{channel_block_of(forward_pd(g, has_bias, any).dst_desc())};
         });
     return c->block;
+  });
+}
+
+namespace {
+struct ImplName {
+  std::string name;
+};
+}  // namespace
+
+std::string conv2d_forward_impl(const Conv2dDims& d, bool has_bias, std::int64_t x_block,
+                                ConvEpilogue epilogue, ConvLayout layout, ConvAlgo algo) {
+  if (empty(d)) return "";
+  return guarded("conv2d_forward (oneDNN)", [&] {
+    const SerialIfSmall serial(macs(d));
+    const bool any = use_blocked(d, layout, x_block);
+    Key key = conv_key("conv2d_fwd_impl", d, any, has_bias, false, {x_block, 0}, algo);
+    key.add({epilogue.relu, epilogue.inference, epilogue.add});
+    return cached<ImplName>(
+               key,
+               [&] {
+                 return ImplName{impl_name(forward_pd(geometry(d, algo), has_bias, any, epilogue))};
+               })
+        ->name;
+  });
+}
+
+std::string conv2d_backward_data_impl(const Conv2dDims& d, bool has_bias, std::int64_t x_block,
+                                      ConvLayout layout, ConvAlgo algo) {
+  if (empty(d)) return "";
+  return guarded("conv2d_backward (oneDNN)", [&] {
+    const SerialIfSmall serial(macs(d));
+    const bool any = use_blocked(d, layout, x_block);
+    return cached<ImplName>(
+               conv_key("conv2d_bwd_data_impl", d, any, has_bias, false, {x_block, 0}, algo),
+               [&] {
+                 const ConvGeometry g = geometry(d, algo);
+                 return ImplName{impl_name(backward_data_pd(g, any, forward_pd(g, has_bias, any)))};
+               })
+        ->name;
   });
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "kernels/args.h"
 
@@ -41,6 +42,18 @@ std::int64_t conv2d_forward_output_block(const kernels::Conv2dDims& d, bool has_
                                          std::int64_t x_block,
                                          ConvLayout layout = ConvLayout::automatic,
                                          ConvAlgo algo = ConvAlgo::direct);
+
+/// The name (impl_name) of the implementation oneDNN picks for these sizes at the calling
+/// thread's OpenMP thread count: the forward with the epilogue's post-ops, and the backward
+/// data pass ("" for an empty problem).
+std::string conv2d_forward_impl(const kernels::Conv2dDims& d, bool has_bias, std::int64_t x_block,
+                                ConvEpilogue epilogue = {},
+                                ConvLayout layout = ConvLayout::automatic,
+                                ConvAlgo algo = ConvAlgo::direct);
+std::string conv2d_backward_data_impl(const kernels::Conv2dDims& d, bool has_bias,
+                                      std::int64_t x_block,
+                                      ConvLayout layout = ConvLayout::automatic,
+                                      ConvAlgo algo = ConvAlgo::direct);
 
 /// y = conv(x, w) + b, as cpu::conv2d_forward.
 void conv2d_forward(const kernels::Conv2dDims& d,

@@ -3,6 +3,7 @@
 #include "epoch/ops/conv2d.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "cpu/activation_cpu.h"
@@ -72,28 +73,50 @@ bool own_winograd(const kernels::Conv2dDims& d) {
          cpu::onednn::conv2d_winograd_eligible(d) && cpu::conv2d_winograd_supported(d);
 }
 
+// oneDNN's GEMM-based convolutions (im2col, then its sgemm) leave the sum over C*KH*KW to the
+// sgemm, which below AVX-512 splits it by thread count (measured: AlexNet's and ResNet's first
+// layers, a 1x1 layer on row-major activations; thread_invariance_test).
+bool gemm_based(const std::string& impl) { return impl.find("gemm") != std::string::npos; }
+
 // True when the forward runs over the fixed partition of the batch: under strict, for grouped
-// convolutions, whose sums over input channels oneDNN's forward kernels split by thread count
-// (measured; every other forward gives the same bits at 1 to 4 threads, thread_invariance_test,
-// and a single-threaded part per sample costs up to a third of a ResNet's step).
-bool forward_in_parts(const kernels::Conv2dDims& d) {
-  return cpu_kernels() == CpuKernels::strict && d.groups > 1;
+// convolutions, whose sums over input channels oneDNN's forward kernels split by thread count,
+// and for the GEMM-based ones (measured; every other forward gives the same bits at 1 to 4
+// threads, thread_invariance_test, and a single-threaded part per sample costs up to a third
+// of a ResNet's step). oneDNN is asked which implementation it picks at one thread, so the
+// answer is the same at every thread count.
+bool forward_in_parts(const kernels::Conv2dDims& d, bool has_bias, std::int64_t xb,
+                      const cpu::onednn::ConvEpilogue& epilogue, cpu::onednn::ConvAlgo algo) {
+  if (cpu_kernels() != CpuKernels::strict) return false;
+  if (d.groups > 1) return true;
+  const cpu::OneThread one;
+  return gemm_based(cpu::onednn::conv2d_forward_impl(d, has_bias, xb, epilogue,
+                                                     cpu::onednn::ConvLayout::automatic, algo));
 }
 
-// Runs run(part) over the whole batch as one part, or, when forward_in_parts, over the fixed
-// partition (cpu/fixed_parts.h), each part on one thread.
+// True when strict runs the data pass over the fixed partition of the batch with the weight
+// pass (a GEMM-based data pass, as forward_in_parts); else on every thread over the whole batch.
+bool data_pass_in_parts(const kernels::Conv2dDims& d, bool has_bias, std::int64_t xb,
+                        cpu::onednn::ConvAlgo algo) {
+  if (cpu_kernels() != CpuKernels::strict) return false;
+  const cpu::OneThread one;
+  return gemm_based(cpu::onednn::conv2d_backward_data_impl(
+      d, has_bias, xb, cpu::onednn::ConvLayout::automatic, algo));
+}
+
+// Runs run(part) over the whole batch as one part, or, in_parts, over the fixed partition
+// (cpu/fixed_parts.h), each part on one thread.
 template <typename Run>
-void over_batch(const kernels::Conv2dDims& d, const Run& run) {
-  if (!forward_in_parts(d)) return run(cpu::Part{0, d.N});
+void over_batch(const kernels::Conv2dDims& d, bool in_parts, const Run& run) {
+  if (!in_parts) return run(cpu::Part{0, d.N});
   const std::vector<cpu::Part> parts = cpu::fixed_parts(d.N);
   cpu::for_each_part(parts.size(), [&](std::size_t i) { run(parts[i]); });
 }
 
-// The output channel block oneDNN's forward picks for these sizes: under strict, the one the
+// The output channel block oneDNN's forward picks for these sizes: in parts, the one the
 // parts' single-threaded primitives pick for the first part's batch.
 std::int64_t forward_output_block(const kernels::Conv2dDims& d, bool has_bias, std::int64_t xb,
-                                  cpu::onednn::ConvAlgo algo) {
-  if (!forward_in_parts(d))
+                                  cpu::onednn::ConvAlgo algo, bool in_parts) {
+  if (!in_parts)
     return cpu::onednn::conv2d_forward_output_block(d, has_bias, xb,
                                                     cpu::onednn::ConvLayout::automatic, algo);
   kernels::Conv2dDims part = d;
@@ -156,19 +179,21 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
             const Tensor x8 = relayout(x, 8);
             const Tensor y8 = Tensor::empty_blocked(y_shape, 8);
             kernels::note_impl(cpu::kWinogradImpl);
-            over_batch(d, [&](const cpu::Part& part) {
-              kernels::Conv2dDims dp = d;
-              dp.N = part.count;
-              cpu::conv2d_winograd_forward(dp, part_of(x8, part, x_sample), wc.f32(), bp,
-                                           part_of(y8, part, y_sample), p.relu);
-            });
+            over_batch(d, cpu_kernels() == CpuKernels::strict && d.groups > 1,
+                       [&](const cpu::Part& part) {
+                         kernels::Conv2dDims dp = d;
+                         dp.N = part.count;
+                         cpu::conv2d_winograd_forward(dp, part_of(x8, part, x_sample), wc.f32(), bp,
+                                                      part_of(y8, part, y_sample), p.relu);
+                       });
             y = p.blocked_output ? y8 : relayout(y8, 0);
             return;
           }
           const cpu::onednn::ConvAlgo algo = onednn_conv_algo();
           const std::int64_t xb = x.channel_block();
+          const bool in_parts = forward_in_parts(d, bp != nullptr, xb, {.relu = p.relu}, algo);
           const std::int64_t yb =
-              p.blocked_output ? forward_output_block(d, bp != nullptr, xb, algo) : 0;
+              p.blocked_output ? forward_output_block(d, bp != nullptr, xb, algo, in_parts) : 0;
           const Tensor xc = xb != 0 ? x : x.contiguous();
           y = yb != 0 ? Tensor::empty_blocked(y_shape, yb)
                       : Tensor::empty(y_shape, DType::f32, dev);
@@ -176,7 +201,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
           // activations, which a chain of blocked activations would reorder in and out of at
           // every layer: blocked activations keep the training kernels, the same values.
           const bool inference = p.inference && xb == 0 && yb == 0;
-          over_batch(d, [&](const cpu::Part& part) {
+          over_batch(d, in_parts, [&](const cpu::Part& part) {
             kernels::Conv2dDims dp = d;
             dp.N = part.count;
             cpu::onednn::conv2d_forward(dp, part_of(xc, part, x_sample), wc.f32(), bp,
@@ -225,8 +250,10 @@ Tensor conv2d_forward_add(const Tensor& x, const Tensor& w, const Tensor& b, con
           const Tensor bc = b.defined() ? b.contiguous() : Tensor();
           const float* bp = bc.defined() ? bc.f32() : nullptr;
           const std::int64_t xb = x.channel_block();
+          const bool in_parts =
+              forward_in_parts(d, bp != nullptr, xb, {.relu = p.relu, .add = true}, algo);
           const std::int64_t yb =
-              p.blocked_output ? forward_output_block(d, bp != nullptr, xb, algo) : 0;
+              p.blocked_output ? forward_output_block(d, bp != nullptr, xb, algo, in_parts) : 0;
           if (residual.channel_block() != yb) return separate();
           const Tensor xc = xb != 0 ? x : x.contiguous();
           const Tensor wc = w.contiguous();
@@ -239,7 +266,7 @@ Tensor conv2d_forward_add(const Tensor& x, const Tensor& w, const Tensor& b, con
           }
           const bool inference = p.inference && xb == 0 && yb == 0;  // as conv2d_forward
           const std::int64_t x_sample = d.C * d.H * d.W, y_sample = d.OC * d.OH * d.OW;
-          over_batch(d, [&](const cpu::Part& part) {
+          over_batch(d, in_parts, [&](const cpu::Part& part) {
             kernels::Conv2dDims dp = d;
             dp.N = part.count;
             cpu::onednn::conv2d_forward(
@@ -315,9 +342,11 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
             run(cpu::Part{0, d.N}, g.dw.f32(), db, true);
           } else {
             // oneDNN's data pass gives each dx element one thread's sum (the same bits at
-            // every thread count, thread_invariance_test): it runs on every thread over the
-            // whole batch, and only the weight pass, summed over the batch, runs in parts.
-            const bool dx_apart = need_dx && !winograd;
+            // every thread count, thread_invariance_test) but where it is GEMM-based: it runs
+            // on every thread over the whole batch, and only the weight pass, summed over the
+            // batch, runs in parts (with the GEMM-based data pass beside it).
+            const bool dx_apart =
+                need_dx && !winograd && !data_pass_in_parts(d, has_bias, xc.channel_block(), algo);
             if (dx_apart)
               cpu::onednn::conv2d_backward(d, activation_f32(dyc), activation_f32(xc), wc.f32(),
                                            activation_f32(dxc), nullptr, nullptr,

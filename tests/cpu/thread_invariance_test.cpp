@@ -109,6 +109,36 @@ std::vector<ZooOp> zoo_ops() {
                [=] { return std::vector<Tensor>{ops::matmul(a, b, ta, tb)}; }});
         }
   }
+  {  // AlexNet's first two convolutions and a ResNet-50 1x1 bottleneck, forward and backward
+    struct ConvCase {
+      std::string name;
+      Shape x, w;
+      ops::Conv2dParams p;
+    };
+    const std::vector<ConvCase> convs = {
+        {"alexnet_conv1",
+         {8, 3, 224, 224},
+         {64, 3, 11, 11},
+         {.stride_h = 4, .stride_w = 4, .pad_h = 2, .pad_w = 2}},
+        {"alexnet_conv2", {8, 64, 27, 27}, {192, 64, 5, 5}, {.pad_h = 2, .pad_w = 2}},
+        {"resnet50_1x1", {4, 256, 56, 56}, {64, 256, 1, 1}, {}},
+        {"resnet50_conv1",
+         {4, 3, 224, 224},
+         {64, 3, 7, 7},
+         {.stride_h = 2, .stride_w = 2, .pad_h = 3, .pad_w = 3}}};
+    for (const ConvCase& c : convs) {
+      const Tensor x = random_tensor(c.x, 17), w = random_tensor(c.w, 18);
+      const Tensor b = random_tensor({c.w[0]}, 19);
+      const ops::Conv2dParams p = c.p;
+      ops_list.push_back({c.name, [=] {
+                            const Tensor y = ops::conv2d_forward(x, w, b, p);
+                            const Tensor dy = random_tensor(y.shape(), 20);
+                            const ops::Conv2dGrads g =
+                                ops::conv2d_backward(dy, x, w, true, p, true);
+                            return std::vector<Tensor>{y, g.dx, g.dw, g.db};
+                          }});
+    }
+  }
   {  // LRN and max pooling at cifar10-tf's sizes, batch 32
     const Tensor x = random_tensor({32, 64, 24, 24}, 12), dy = random_tensor({32, 64, 24, 24}, 13);
     ops_list.push_back({"lrn", [=] {
