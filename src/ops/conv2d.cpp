@@ -2,6 +2,7 @@
 // cpu/conv2d_cpu.h; a oneDNN path is chosen first on the CPU when use_onednn()).
 #include "epoch/ops/conv2d.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,44 @@ bool data_pass_in_parts(const kernels::Conv2dDims& d, bool has_bias, std::int64_
   const cpu::OneThread one;
   return gemm_based(cpu::onednn::conv2d_backward_data_impl(
       d, has_bias, xb, cpu::onednn::ConvLayout::automatic, algo));
+}
+
+// True when strict sums the weight gradient over fixed tiles of the output channels
+// (weights_over_channel_tiles: nothing added across tiles) rather than over the batch
+// partition with its partial sums: where the batch gives fewer parts than the channels (batch
+// 1 to 3: PredNet), or the weights outnumber the batch's inputs (a ResNet's last stages, whose
+// partials cost more to add than to compute). dy's channel block must divide the channels.
+bool weights_over_channels(const kernels::Conv2dDims& d, std::int64_t dy_block) {
+  if (d.groups != 1 || (dy_block != 0 && d.OC % dy_block != 0)) return false;
+  const std::size_t tiles = cpu::fixed_tiles(d.OC).size();
+  if (tiles < 2) return false;
+  const std::size_t parts = cpu::fixed_parts(d.N).size();
+  const std::int64_t weights = d.OC * d.C * d.KH * d.KW, inputs = d.N * d.C * d.H * d.W;
+  return parts < std::min<std::size_t>(tiles, cpu::kMaxFixedParts) || weights >= inputs;
+}
+
+// dw and db (db may be null) over cpu::fixed_tiles of the output channels, each tile on one
+// thread: the tile's channels of dy copied out (a contiguous run per sample in the row-major
+// and the blocked layouts alike, the tiles being whole blocks), then oneDNN's single-threaded
+// weight pass over the whole batch for those channels alone.
+void weights_over_channel_tiles(const kernels::Conv2dDims& d, const Tensor& dyc, const Tensor& xc,
+                                const float* w, float* dw, float* db, cpu::onednn::ConvAlgo algo) {
+  const std::vector<cpu::Part> tiles = cpu::fixed_tiles(d.OC);
+  const std::int64_t plane = d.OH * d.OW, per_channel = d.C * d.KH * d.KW;
+  const float* dy = activation_f32(dyc);
+  cpu::for_each_part(tiles.size(), [&](std::size_t i) {
+    const cpu::Part& t = tiles[i];
+    kernels::Conv2dDims dt = d;
+    dt.OC = t.count;
+    std::vector<float> dy_tile(static_cast<std::size_t>(d.N * t.count * plane));
+    for (std::int64_t n = 0; n < d.N; ++n)
+      std::copy_n(dy + (n * d.OC + t.begin) * plane, t.count * plane,
+                  dy_tile.data() + n * t.count * plane);
+    cpu::onednn::conv2d_backward(
+        dt, dy_tile.data(), activation_f32(xc), w + t.begin * per_channel, nullptr,
+        dw + t.begin * per_channel, db != nullptr ? db + t.begin : nullptr,
+        cpu::onednn::ConvLayout::automatic, {xc.channel_block(), dyc.channel_block()}, algo);
+  });
 }
 
 // Runs run(part) over the whole batch as one part, or, in_parts, over the fixed partition
@@ -338,8 +377,17 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
                                            {xc.channel_block(), dyc.channel_block()}, algo);
           };
           const std::optional<std::uint64_t> order_key = next_perturb_order_key();
-          if (cpu_kernels() != CpuKernels::strict && !order_key) {
+          const bool strict = cpu_kernels() == CpuKernels::strict;
+          if (!strict && !order_key) {
             run(cpu::Part{0, d.N}, g.dw.f32(), db, true);
+          } else if (strict && !order_key && !winograd &&
+                     weights_over_channels(d, dyc.channel_block())) {
+            if (need_dx) {  // on every thread, or in batch parts where it is GEMM-based
+              const bool parts = data_pass_in_parts(d, has_bias, xc.channel_block(), algo);
+              over_batch(d, parts,
+                         [&](const cpu::Part& part) { run(part, nullptr, nullptr, true); });
+            }
+            weights_over_channel_tiles(d, dyc, xc, wc.f32(), g.dw.f32(), db, algo);
           } else {
             // oneDNN's data pass gives each dx element one thread's sum (the same bits at
             // every thread count, thread_invariance_test) but where it is GEMM-based: it runs

@@ -109,7 +109,8 @@ std::vector<ZooOp> zoo_ops() {
                [=] { return std::vector<Tensor>{ops::matmul(a, b, ta, tb)}; }});
         }
   }
-  {  // AlexNet's first two convolutions and a ResNet-50 1x1 bottleneck, forward and backward
+  {  // AlexNet's first two convolutions, a ResNet's last stage, a batch of 1, a ResNet-50 1x1
+     // bottleneck and first layer, forward and backward
     struct ConvCase {
       std::string name;
       Shape x, w;
@@ -121,6 +122,8 @@ std::vector<ZooOp> zoo_ops() {
          {64, 3, 11, 11},
          {.stride_h = 4, .stride_w = 4, .pad_h = 2, .pad_w = 2}},
         {"alexnet_conv2", {8, 64, 27, 27}, {192, 64, 5, 5}, {.pad_h = 2, .pad_w = 2}},
+        {"resnet18_layer4", {8, 512, 7, 7}, {512, 512, 3, 3}, {.pad_h = 1, .pad_w = 1}},
+        {"batch1_conv", {1, 96, 32, 40}, {192, 96, 3, 3}, {.pad_h = 1, .pad_w = 1}},
         {"resnet50_1x1", {4, 256, 56, 56}, {64, 256, 1, 1}, {}},
         {"resnet50_conv1",
          {4, 3, 224, 224},

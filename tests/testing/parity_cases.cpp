@@ -747,6 +747,9 @@ const std::vector<ConvShape>& conv2d_shapes() {
       {2, 2, 10, 10, 3, 3, 3, conv(1, 1, 1, 1, 2), false},
       {2, 4, 7, 7, 6, 3, 3, conv(1, 1, 1, 1, 1, 2), true},
       {4, 8, 5, 5, 16, 1, 1, conv(1, 1, 0, 0), true},
+      // strict's weight gradient over output-channel tiles, the last tile short
+      {1, 8, 10, 10, 72, 3, 3, conv(1, 1, 1, 1), true},
+      {2, 16, 6, 6, 100, 1, 1, conv(1, 1, 0, 0), false},
   };
   return shapes;
 }
