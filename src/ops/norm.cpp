@@ -7,6 +7,7 @@
 #include "ops/dispatch.h"
 
 #if EPOCH_WITH_ONEDNN
+#include "cpu/batch_norm_fixed.h"
 #include "cpu/norm_onednn.h"
 #include "ops/relayout.h"
 #endif
@@ -82,11 +83,15 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
         [&] {  // activations kept blocked stay so: y in x's layout
           const Tensor xc = x.is_blocked() ? x : x.contiguous();
           r.y = empty_like(xc);
-          cpu::onednn::batch_norm_forward(
-              activation_f32(xc), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
-              activation_f32(r.y), r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW, training,
-              momentum, eps, xc.channel_block());
+          const auto kernel = cpu_kernels() == CpuKernels::strict
+                                  ? cpu::fixed_order::batch_norm_forward
+                                  : cpu::onednn::batch_norm_forward;
+          kernel(activation_f32(xc), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
+                 activation_f32(r.y), r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW,
+                 training, momentum, eps, xc.channel_block());
         },
+    // under strict, epoch's fixed-order kernel (oneDNN sums the statistics by thread)
+        .strict_ok = true,
 #endif
 #if EPOCH_WITH_CUDA
     .cuda = [&] {
@@ -138,18 +143,22 @@ BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tens
           const std::int64_t block = xc.channel_block();
           const Tensor dyc = block != 0 ? relayout(dy, block) : dy.contiguous();
           g.dx = empty_like(xc);
-          cpu::onednn::batch_norm_backward(activation_f32(dyc), activation_f32(xc), gc.f32(),
-                                           mc.f32(), ic.f32(), activation_f32(g.dx), g.dgamma.f32(),
-                                           g.dbeta.f32(), d.N, d.C, d.HW, training, block);
+          const auto kernel = cpu_kernels() == CpuKernels::strict
+                                  ? cpu::fixed_order::batch_norm_backward
+                                  : cpu::onednn::batch_norm_backward;
+          kernel(activation_f32(dyc), activation_f32(xc), gc.f32(), mc.f32(), ic.f32(),
+                 activation_f32(g.dx), g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training,
+                 block);
         },
+    .strict_ok = true,  // as batch_norm_forward
 #endif
 #if EPOCH_WITH_CUDA
-    .cuda = [&] {
-      plain([&](const float* dyp, const float* xp, float* dxp) {
-        cuda::batch_norm_backward(dyp, xp, gc.f32(), mc.f32(), ic.f32(), dxp, g.dgamma.f32(),
-                                  g.dbeta.f32(), d.N, d.C, d.HW, training);
-      });
-    },
+        .cuda = [&] {
+          plain([&](const float* dyp, const float* xp, float* dxp) {
+            cuda::batch_norm_backward(dyp, xp, gc.f32(), mc.f32(), ic.f32(), dxp, g.dgamma.f32(),
+                                      g.dbeta.f32(), d.N, d.C, d.HW, training);
+          });
+        },
 #endif
   });
   return g;
