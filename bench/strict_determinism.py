@@ -1,5 +1,6 @@
 """--determinism strict across the zoo: for each model, a short training run at 1, 2 and 3
-threads (final model tensors compared bit for bit), then its training speed under strict
+threads, and from image files (frames for the video models) at 0 and 2 loader workers (final
+model tensors compared bit for bit), then its training speed under strict
 beside reproducible's (epoch bench, alternating the two, the median of the per-pair ratios
 strict/reproducible). Prints a Markdown table (docs/BENCHMARKS.md). Standard library only.
 Example:
@@ -55,15 +56,18 @@ def differing(a, b):
     return [k for k in ta if ta[k] != tb[k]]
 
 
-def train(args, model, threads, out, video_dir):
+def train(args, model, threads, out, data, workers=None):
+    """Trains under strict on data (a folder, or None: generated samples); the checkpoint."""
     count, batch, _ = MODELS[model]
     cmd = [args.epoch, "train", "--model", model, "--epochs", "1", "--batch-size", str(batch),
            "--threads", str(threads), "--determinism", "strict", "--out", out, "--quiet",
            "--json", "--seed", "7"]
-    if model in VIDEO:
-        cmd += ["--data", video_dir, "--limit-train", str(count), "--limit-test", "1"]
-    else:
+    if data is None:
         cmd += ["--data", "synthetic", "--synthetic-count", str(count), "--limit-test", "16"]
+    else:
+        cmd += ["--data", data, "--limit-train", str(count), "--limit-test", str(batch)]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"{model}: epoch train failed: {run.stderr.strip()[-400:]}")
@@ -101,22 +105,35 @@ def main():
             sys.exit(f"unknown model {m} (known: {', '.join(MODELS)})")
     with tempfile.TemporaryDirectory() as tmp:
         video_dir = os.path.join(tmp, "video")
-        if any(m in VIDEO for m in models) and not args.speed_only:
-            subprocess.run([args.epoch, "data", "synth", "--kind", "video", "--out", video_dir,
-                            "--sequences", "2", "--val-sequences", "1", "--frames", "40"],
-                           check=True, capture_output=True)
-        print("| model | batch (bits) | 1 vs 2 threads | 1 vs 3 threads | batch (speed) | "
-              "reproducible img/s | strict img/s | strict / reproducible |")
-        print("|---|---|---|---|---|---|---|---|")
+        image_dir = os.path.join(tmp, "images")
+        if not args.speed_only:
+            if any(m in VIDEO for m in models):
+                subprocess.run([args.epoch, "data", "synth", "--kind", "video", "--out",
+                                video_dir, "--sequences", "2", "--val-sequences", "1",
+                                "--frames", "40"], check=True, capture_output=True)
+            if any(m not in VIDEO for m in models):  # PNGs every recipe resizes and augments
+                subprocess.run([args.epoch, "data", "synth", "--kind", "imagenet", "--classes",
+                                "4", "--size", "72x72", "--count", "64", "--val-count", "16",
+                                "--out", image_dir], check=True, capture_output=True)
+        print("| model | batch (bits) | 1 vs 2 threads | 1 vs 3 threads | 0 vs 2 workers | "
+              "batch (speed) | reproducible img/s | strict img/s | strict / reproducible |")
+        print("|---|---|---|---|---|---|---|---|---|")
+
+        def verdict(a, b):
+            diff = differing(a, b)
+            return "identical" if not diff else f"{len(diff)} tensors differ"
+
         for m in models:
-            bits = ["", ""]
+            bits = ["", "", ""]
             if not args.speed_only:
-                ckpt = {t: train(args, m, t, os.path.join(tmp, f"{m}-{t}"), video_dir)
+                generated = video_dir if m in VIDEO else None
+                ckpt = {t: train(args, m, t, os.path.join(tmp, f"{m}-{t}"), generated)
                         for t in (1, 2, 3)}
-                bits = []
-                for t in (2, 3):
-                    diff = differing(ckpt[1], ckpt[t])
-                    bits.append("identical" if not diff else f"{len(diff)} tensors differ")
+                files = video_dir if m in VIDEO else image_dir
+                by_workers = [train(args, m, 2, os.path.join(tmp, f"{m}-w{w}"), files, w)
+                              for w in (0, 2)]
+                bits = [verdict(ckpt[1], ckpt[2]), verdict(ckpt[1], ckpt[3]),
+                        verdict(*by_workers)]
             speed = ["", "", ""]
             if not args.bits_only:
                 rep, strict, ratios = [], [], []
@@ -129,8 +146,8 @@ def main():
                 speed = [f"{statistics.median(rep):.1f}", f"{statistics.median(strict):.1f}",
                          f"{statistics.median(ratios):.2f}"]
             count, batch, bench_batch = MODELS[m]
-            print(f"| {m} | {batch} | {bits[0]} | {bits[1]} | {bench_batch} | {speed[0]} | "
-                  f"{speed[1]} | {speed[2]} |", flush=True)
+            print(f"| {m} | {batch} | {bits[0]} | {bits[1]} | {bits[2]} | {bench_batch} | "
+                  f"{speed[0]} | {speed[1]} | {speed[2]} |", flush=True)
 
 
 if __name__ == "__main__":

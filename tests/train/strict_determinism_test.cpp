@@ -2,7 +2,7 @@
 // every loader worker count: the small zoo models trained briefly at 1, 2 and 3 threads, and
 // from an image folder (decoding and augmentation in the workers) at 0 and 2 workers.
 // --perturb order is seeded: the same seed gives the same bits, another seed other bits.
-// (The large zoo models are checked by bench/strict_determinism.sh, a table in
+// (Every zoo model, the large ones too, is checked by bench/strict_determinism.py, a table in
 // docs/BENCHMARKS.md.)
 #include <gtest/gtest.h>
 
