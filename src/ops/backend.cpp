@@ -28,6 +28,7 @@ thread_local ConvAlgorithm t_conv = ConvAlgorithm::automatic;
 thread_local KernelTrace* t_trace = nullptr;
 thread_local std::optional<std::uint64_t> t_perturb_order;
 thread_local std::uint64_t t_perturb_draws = 0;
+thread_local bool t_cudnn = true;
 }  // namespace
 
 KernelTrace::KernelTrace() : previous_(t_trace) { t_trace = this; }
@@ -42,7 +43,7 @@ bool is_reference_impl(const std::string& impl) {
 
 Context default_context() { return Context{initial_kernels(), 0, ConvAlgorithm::automatic}; }
 Context current_context() {
-  return Context{t_kernels, omp_get_max_threads(), t_conv, t_perturb_order};
+  return Context{t_kernels, omp_get_max_threads(), t_conv, t_perturb_order, t_cudnn};
 }
 
 ContextGuard::ContextGuard(const Context& context)
@@ -54,6 +55,7 @@ ContextGuard::ContextGuard(const Context& context)
   // orders); one nested in a context with the same perturbation (a training step's) goes on.
   if (context.perturb_order != t_perturb_order) t_perturb_draws = 0;
   t_perturb_order = context.perturb_order;
+  t_cudnn = context.cudnn;
 }
 
 ContextGuard::~ContextGuard() {
@@ -61,6 +63,7 @@ ContextGuard::~ContextGuard() {
   t_conv = previous_.conv;
   t_perturb_order = previous_.perturb_order;
   t_perturb_draws = previous_draws_;
+  t_cudnn = previous_.cudnn;
   omp_set_num_threads(previous_.threads);
 }
 
@@ -84,6 +87,13 @@ ConvAlgorithm parse_conv_algorithm(const std::string& s) {
 void set_conv_algorithm(ConvAlgorithm algorithm) { t_conv = algorithm; }
 ConvAlgorithm conv_algorithm() { return t_conv; }
 bool onednn_available() { return EPOCH_WITH_ONEDNN != 0; }
+bool use_cudnn() {
+#if EPOCH_WITH_CUDNN
+  return t_cudnn;
+#else
+  return false;
+#endif
+}
 
 std::string onednn_cpu_isa() {
 #if EPOCH_WITH_ONEDNN

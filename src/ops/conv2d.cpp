@@ -24,8 +24,11 @@
 #include "ops/batch_parts.h"
 #include "ops/relayout.h"
 #endif
-#if EPOCH_WITH_CUDNN
+#if EPOCH_WITH_CUDA
 #include "cuda/activation_cuda.h"
+#include "cuda/conv2d_gemm.h"
+#endif
+#if EPOCH_WITH_CUDNN
 #include "cuda/conv2d_cudnn.h"
 #endif
 
@@ -251,10 +254,15 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
         },
     .strict_ok = true,  // under strict, over the fixed partition of the batch
 #endif
-#if EPOCH_WITH_CUDNN  // cuDNN comes with the CUDA backend when it is found
+#if EPOCH_WITH_CUDA  // cuDNN (found with the CUDA backend) unless switched off: im2col
         .cuda = [&] {
           plain([&](const float* xp, float* yp) {
-            cuda::cudnn::conv2d_forward(d, xp, wc.f32(), bp, yp);
+#if EPOCH_WITH_CUDNN
+            if (use_cudnn())
+              cuda::cudnn::conv2d_forward(d, xp, wc.f32(), bp, yp);
+            else
+#endif
+              cuda::gemm_conv::conv2d_forward(d, xp, wc.f32(), bp, yp);
             if (p.relu) cuda::relu_forward(yp, yp, y.numel());
           });
         },
@@ -410,10 +418,14 @@ Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& w, 
     // The weight gradient's sum over the batch is split in a fixed partition under strict.
         .strict_ok = true,
 #endif
-#if EPOCH_WITH_CUDNN
+#if EPOCH_WITH_CUDA
     .cuda = [&] {
       plain([&](const float* dyp, const float* xp, float* dxp) {
-        cuda::cudnn::conv2d_backward(d, dyp, xp, wc.f32(), dxp, g.dw.f32(), db);
+#if EPOCH_WITH_CUDNN
+        if (use_cudnn())
+          return cuda::cudnn::conv2d_backward(d, dyp, xp, wc.f32(), dxp, g.dw.f32(), db);
+#endif
+        cuda::gemm_conv::conv2d_backward(d, dyp, xp, wc.f32(), dxp, g.dw.f32(), db);
       });
     },
 #endif

@@ -42,6 +42,7 @@ train::TrainConfig configured(train::TrainConfig c, const StudyConfigSpec& spec,
   c.run.threads = spec.threads;
   c.run.determinism = train::Determinism::reproducible;
   c.run.cpu_kernels = spec.reference ? "reference" : "auto";
+  c.run.cudnn = spec.cudnn;
   if (spec.perturb) {
     c.run.perturb = "ulp";
     c.run.perturb_seed = seed ^ 0x9e3779b97f4a7c15ULL;  // its own stream, per repeat
@@ -101,7 +102,7 @@ std::string skip_reason(const StudyConfigSpec& spec) {
   if (spec.device == "cuda") {
     if (!EPOCH_WITH_CUDA) return "built without CUDA";
     if (memory::cuda_device_count() == 0) return "no CUDA device on this machine";
-    if (!spec.cudnn) return "switching cuDNN off is not available yet";
+    if (spec.cudnn && !EPOCH_WITH_CUDNN) return "built without cuDNN";
   }
   return "";
 }

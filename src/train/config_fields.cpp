@@ -474,6 +474,15 @@ const std::vector<ConfigField>& config_fields() {
        .choices = {"auto", "direct"},
        .resume_may_change = true,
        .show_default = true},
+      {.key = "cudnn",
+       .flag = "--cudnn",
+       .help = "CUDA convolutions: on (cuDNN) or off (epoch's own im2col and cuBLAS GEMM)",
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{[&c] { return std::string(c.run.cudnn ? "on" : "off"); },
+                          [&c](const std::string& s) { c.run.cudnn = s == "on"; }};
+       },
+       .choices = {"on", "off"},
+       .show_default = true},
       {.key = "tbptt",
        .flag = "--tbptt",
        .help = "Video models: frames per truncated-backprop window (0: the model's sequence)",

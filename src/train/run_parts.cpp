@@ -56,6 +56,7 @@ ops::Context run_context(const RunConfig& r) {
   else if (r.determinism == Determinism::strict)
     context.kernels = ops::CpuKernels::strict;
   if (r.perturb == "order") context.perturb_order = r.perturb_seed;
+  context.cudnn = r.cudnn;
   return context;
 }
 

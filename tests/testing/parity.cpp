@@ -20,6 +20,18 @@ const Tensor& get(const Outputs& outputs, const std::string& name) {
   return outputs.front().value;  // not reached
 }
 
+namespace {
+bool runs(const Backend& b, const OpCase& c) {
+  return b.only_ops.empty() ||
+         std::find(b.only_ops.begin(), b.only_ops.end(), c.op) != b.only_ops.end();
+}
+
+std::string cuda_unavailable() {
+  if (EPOCH_WITH_CUDA == 0) return "this build has no CUDA (EPOCH_WITH_CUDA=0)";
+  return memory::cuda_available() ? "" : "no CUDA device";
+}
+}  // namespace
+
 const std::vector<Backend>& backends() {
   static const std::vector<Backend> list = {
       {"reference", ops::CpuKernels::reference, Device::cpu(), [] { return std::string(); }},
@@ -28,11 +40,15 @@ const std::vector<Backend>& backends() {
       {"strict", ops::CpuKernels::strict, Device::cpu(),
        [] { return std::string(ops::onednn_available() ? "" : "this build has no oneDNN"); },
        "onednn"},
-      {"cuda", ops::CpuKernels::reference, Device::cuda(),
-       [] {
-         if (EPOCH_WITH_CUDA == 0) return std::string("this build has no CUDA (EPOCH_WITH_CUDA=0)");
-         return std::string(memory::cuda_available() ? "" : "no CUDA device");
-       }},
+      {"cuda", ops::CpuKernels::reference, Device::cuda(), cuda_unavailable},
+      // the convolutions without cuDNN (cuda/conv2d_gemm.h), with cuDNN's tolerances
+      {"cuda-nocudnn",
+       ops::CpuKernels::reference,
+       Device::cuda(),
+       cuda_unavailable,
+       "cuda",
+       false,
+       {"conv2d"}},
   };
   return list;
 }
@@ -47,7 +63,8 @@ std::vector<Param> params_for(DeviceType device) {
   const std::vector<Backend>& all = backends();
   for (std::size_t b = 1; b < all.size(); ++b) {
     if (all[b].device.type != device) continue;
-    for (const OpCase& c : cases()) out.push_back({&all[b], &c});
+    for (const OpCase& c : cases())
+      if (runs(all[b], c)) out.push_back({&all[b], &c});
   }
   return out;
 }
@@ -56,7 +73,8 @@ std::vector<Param> params_for_backend(const std::string& name) {
   std::vector<Param> out;
   for (const Backend& b : backends())
     if (b.name == name)
-      for (const OpCase& c : cases()) out.push_back({&b, &c});
+      for (const OpCase& c : cases())
+        if (runs(b, c)) out.push_back({&b, &c});
   return out;
 }
 
@@ -130,7 +148,7 @@ struct RunResult {
 // threads: the CPU threads to run on (0 keeps the calling thread's count).
 RunResult run_on(const Backend& b, const OpCase& c, Tensor& dy, int threads = 0) {
   const ops::ContextGuard context(
-      ops::Context{b.cpu_kernels, threads, ops::current_context().conv});
+      ops::Context{b.cpu_kernels, threads, ops::current_context().conv, std::nullopt, b.cudnn});
   std::vector<Tensor> in = c.inputs(seed_of(c));
   for (Tensor& t : in)
     if (t.defined()) t = t.to(b.device);

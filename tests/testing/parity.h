@@ -39,7 +39,7 @@ const Tensor& get(const Outputs& outputs, const std::string& name);
 /// How to run an op: the CPU kernels selected while it runs and the device its inputs are put
 /// on. backends()[0] is the reference every other backend is compared with.
 struct Backend {
-  std::string name;  // in the test names: reference, onednn, strict, cuda
+  std::string name;  // in the test names: reference, onednn, strict, cuda, cuda-nocudnn
   ops::CpuKernels cpu_kernels;
   Device device;
   /// Empty when the backend can run here, else why not (the tests skip, saying so).
@@ -47,6 +47,10 @@ struct Backend {
   /// The backend whose OpCase::backend_tol entries this one takes when it has none of its own
   /// (strict runs oneDNN's kernels, so it takes "onednn"'s); empty: its own only.
   std::string tolerances_of = {};
+  /// CUDA convolutions through cuDNN, or epoch's im2col (ops::Context::cudnn).
+  bool cudnn = true;
+  /// The ops this backend runs (empty: every op of the table).
+  std::vector<std::string> only_ops = {};
 };
 const std::vector<Backend>& backends();
 

@@ -49,6 +49,9 @@ struct Context {
   /// weight gradient then takes under any kernel choice but the reference); none: the fixed
   /// order.
   std::optional<std::uint64_t> perturb_order = std::nullopt;
+  /// CUDA convolutions through cuDNN (where the build has it), or, false, epoch's own im2col
+  /// and cuBLAS GEMM (cuda/conv2d_gemm.h): a study's cuda-nocudnn configuration.
+  bool cudnn = true;
 };
 
 /// The process default (see Context): what a new thread starts with.
@@ -81,6 +84,9 @@ CpuKernels cpu_kernels();
 /// Selects the calling thread's convolution algorithms from now on.
 void set_conv_algorithm(ConvAlgorithm algorithm);
 ConvAlgorithm conv_algorithm();
+/// True when the calling thread's CUDA convolutions run cuDNN (Context::cudnn, and the build
+/// has cuDNN: EPOCH_WITH_CUDNN).
+bool use_cudnn();
 /// True when oneDNN was compiled in (EPOCH_WITH_ONEDNN).
 bool onednn_available();
 /// The instruction set oneDNN's kernels dispatch to, by oneDNN's name ("avx512_core", "avx2";

@@ -83,6 +83,9 @@ struct RunConfig {
   std::uint64_t perturb_seed = 0;
   /// The fast path's convolution algorithms (ops::ConvAlgorithm): auto or direct.
   ops::ConvAlgorithm conv_algorithm = ops::ConvAlgorithm::automatic;
+  /// CUDA convolutions through cuDNN (true), or epoch's own im2col and cuBLAS GEMM
+  /// (ops::Context::cudnn; a study's cuda-nocudnn configuration).
+  bool cudnn = true;
   /// Samples per evaluation batch; 0: auto_eval_batch_size (training_data.h).
   std::int64_t eval_batch_size = 0;
   std::int64_t log_every = 50;  // steps between metrics.jsonl step records
