@@ -13,8 +13,9 @@ namespace epoch::ops {
 
 /// `fast`: the fast path (oneDNN, epoch's own vectorized kernels), whose bits may change with
 /// the thread count (a reduction split across threads). `strict`: the fast path where it gives
-/// the same bits at every thread count, either as it is or split into a fixed partition of the
-/// batch (cpu/fixed_parts.h), and the reference kernels elsewhere. `reference`: the plain
+/// the same bits at every thread count, either as it is or split by the sizes alone (the
+/// batch partition and output tiles of cpu/fixed_parts.h), epoch's fixed-order batch norm
+/// (cpu/batch_norm_fixed.h), and the reference kernels elsewhere. `reference`: the plain
 /// kernels, the test oracle.
 enum class CpuKernels { fast, reference, strict };
 /// "fast", "reference", "strict".
