@@ -38,7 +38,8 @@ void add_study_command(CLI::App& app, int& exit_code) {
       "study", "Train under several configurations, repeated, and compare them with statistics");
   cmd->add_option("--protocol", c.protocol, "autoencoder or prednet-study")->capture_default_str();
   cmd->add_option("--configs", c.configs,
-                  "cpu:N, cpu:N+reference, cpu:N+perturb, cuda, cuda-nocudnn, comma-separated")
+                  "cpu:N, cpu:N+reference, cpu:N+perturb (ulp), cpu:N+perturb-order, cuda, "
+                  "cuda-nocudnn, comma-separated")
       ->capture_default_str();
   cmd->add_option("--repeats", c.repeats, "Seeds per configuration (>= 2)")
       ->capture_default_str()

@@ -43,8 +43,8 @@ train::TrainConfig configured(train::TrainConfig c, const StudyConfigSpec& spec,
   c.run.determinism = train::Determinism::reproducible;
   c.run.cpu_kernels = spec.reference ? "reference" : "auto";
   c.run.cudnn = spec.cudnn;
-  if (spec.perturb) {
-    c.run.perturb = "ulp";
+  if (spec.perturb != "none") {
+    c.run.perturb = spec.perturb;
     c.run.perturb_seed = seed ^ 0x9e3779b97f4a7c15ULL;  // its own stream, per repeat
   }
   return c;
@@ -84,15 +84,18 @@ std::vector<StudyConfigSpec> parse_study_configs(const std::string& list) {
     if (base.rfind("cpu:", 0) != 0 || used == 0 || used != base.size() - 4 || threads < 1 ||
         threads > 256)
       EPOCH_THROW(ConfigError, "--configs: '", item,
-                  "' is not cpu:N, cpu:N+reference, cpu:N+perturb, cuda or cuda-nocudnn");
+                  "' is not cpu:N, cpu:N+reference, cpu:N+perturb, cpu:N+perturb-order, cuda or "
+                  "cuda-nocudnn");
     s.threads = threads;
     if (variant == "reference")
       s.reference = true;
     else if (variant == "perturb")
-      s.perturb = true;
+      s.perturb = "ulp";
+    else if (variant == "perturb-order")
+      s.perturb = "order";
     else if (!variant.empty())
       EPOCH_THROW(ConfigError, "--configs: '", item, "': unknown variant '+", variant,
-                  "' (reference or perturb)");
+                  "' (reference, perturb or perturb-order)");
     out.push_back(s);
   }
   return out;

@@ -17,41 +17,43 @@ namespace epoch::study {
 namespace {
 
 TEST(Study, ParsesConfigurationsAndRefusesBadOnes) {
-  const std::vector<StudyConfigSpec> s =
-      parse_study_configs("cpu:1,cpu:2+perturb,cpu:2+reference,cuda,cuda-nocudnn");
-  ASSERT_EQ(s.size(), 5u);
+  const std::vector<StudyConfigSpec> s = parse_study_configs(
+      "cpu:1,cpu:2+perturb,cpu:2+reference,cuda,cuda-nocudnn,cpu:3+perturb-order");
+  ASSERT_EQ(s.size(), 6u);
   EXPECT_EQ(s[0].threads, 1);
-  EXPECT_FALSE(s[0].perturb || s[0].reference);
-  EXPECT_TRUE(s[1].perturb);
+  EXPECT_FALSE(s[0].perturb != "none" || s[0].reference);
+  EXPECT_EQ(s[1].perturb, "ulp");
+  EXPECT_EQ(s[5].perturb, "order");
+  EXPECT_EQ(s[5].threads, 3);
   EXPECT_EQ(s[1].threads, 2);
   EXPECT_TRUE(s[2].reference);
   EXPECT_EQ(s[3].device, "cuda");
   EXPECT_TRUE(s[3].cudnn);
   EXPECT_FALSE(s[4].cudnn);
-  for (const char* bad :
-       {"cpu", "cpu:0", "cpu:x", "cpu:2+fast", "gpu", "cpu:1,,cpu:2", "cpu:1,cpu:1", "cpu:2 "})
+  for (const char* bad : {"cpu", "cpu:0", "cpu:x", "cpu:2+fast", "cpu:2+order", "gpu",
+                          "cpu:1,,cpu:2", "cpu:1,cpu:1", "cpu:2 "})
     EXPECT_THROW(parse_study_configs(bad), ConfigError) << bad;
   EXPECT_EQ(skip_reason(s[0]), "");
   if (memory::cuda_device_count() == 0) EXPECT_NE(skip_reason(s[3]), "");
-  EXPECT_NE(skip_reason(s[4]), "");  // cuDNN cannot be switched off (or no GPU)
+  if (memory::cuda_device_count() == 0) EXPECT_NE(skip_reason(s[4]), "");
 }
 
 TEST(Study, RunsEveryConfigurationPerSeedAndComparesThemPaired) {
   testing::TempDir dir;
   StudyConfig c;
-  c.configs = "cpu:1,cpu:2+perturb,cpu:2+reference,cuda-nocudnn";
+  c.configs = "cpu:1,cpu:2+perturb,cpu:2+reference,cuda-nocudnn,cpu:2+perturb-order";
   c.repeats = 2;
   c.limit_train = 512;
   c.limit_test = 256;
   c.out_dir = dir / "study";
   const StudyResult r = run_study(c, nullptr);
-  ASSERT_EQ(r.ran.size(), 3u);
+  ASSERT_EQ(r.ran.size(), 4u);
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_EQ(r.skipped[0].first, "cuda-nocudnn");
-  ASSERT_EQ(r.runs.size(), 6u);  // 2 seeds x 3 configurations, seed by seed
-  EXPECT_EQ(r.runs[0].seed, r.runs[2].seed);
-  EXPECT_NE(r.runs[0].seed, r.runs[3].seed);
-  ASSERT_EQ(r.comparisons.size(), 3u);
+  ASSERT_EQ(r.runs.size(), 8u);  // 2 seeds x 4 configurations, seed by seed
+  EXPECT_EQ(r.runs[0].seed, r.runs[3].seed);
+  EXPECT_NE(r.runs[0].seed, r.runs[4].seed);
+  ASSERT_EQ(r.comparisons.size(), 6u);
   EXPECT_GT(r.margin, 0.0);
   for (const auto& [names, cmp] : r.comparisons) {
     EXPECT_TRUE(cmp.paired);
@@ -65,9 +67,11 @@ TEST(Study, RunsEveryConfigurationPerSeedAndComparesThemPaired) {
   std::ifstream config(r.runs[1].run_dir + "/config.json");
   const nlohmann::json j = nlohmann::json::parse(config);
   EXPECT_EQ(j["perturb"], "ulp");
+  std::ifstream order_config(r.runs[3].run_dir + "/config.json");
+  EXPECT_EQ(nlohmann::json::parse(order_config)["perturb"], "order");
   std::ifstream file(dir / "study/study.json");
   const nlohmann::json s = nlohmann::json::parse(file);
-  EXPECT_EQ(s["runs"].size(), 6u);
+  EXPECT_EQ(s["runs"].size(), 8u);
   EXPECT_EQ(s["skipped"][0]["config"], "cuda-nocudnn");
   EXPECT_TRUE(s["comparisons"][0].contains("paired"));
   EXPECT_TRUE(s["comparisons"][0].contains("verdict"));

@@ -18,12 +18,15 @@ namespace epoch::study {
 
 /// One configuration: "cpu:N" (N threads, the fast kernels, determinism reproducible),
 /// "cpu:N+reference" (the plain reference kernels), "cpu:N+perturb" (initial weights jittered
-/// by one ulp from a seed of each repeat's own), "cuda", "cuda-nocudnn".
+/// by one ulp from a seed of each repeat's own: --perturb ulp), "cpu:N+perturb-order" (the
+/// weight gradients' part sums in a shuffled order, drawn likewise: --perturb order), "cuda"
+/// (cuDNN's convolutions), "cuda-nocudnn" (epoch's im2col ones).
 struct StudyConfigSpec {
   std::string name;  // as given
   std::string device = "cpu";
   int threads = 1;
-  bool reference = false, perturb = false, cudnn = true;
+  bool reference = false, cudnn = true;
+  std::string perturb = "none";  // train's --perturb: none, ulp or order
 };
 /// Parses "cpu:1,cpu:2+perturb,cuda" (ConfigError naming the bad entry, or a repeated one).
 std::vector<StudyConfigSpec> parse_study_configs(const std::string& list);
