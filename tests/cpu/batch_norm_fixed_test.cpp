@@ -39,26 +39,21 @@ Floats random_floats(std::size_t n, unsigned seed, float offset, float scale) {
   return v;
 }
 
-// Row-major (N, C, HW) to (N, C/B, HW, B), and back.
-Floats to_blocked(const Floats& x, const Case& c) {
+// Row-major (N, C, HW) to (N, C/B, HW, B) (to_blocked), or back.
+Floats relayout(const Floats& x, const Case& c, bool to_blocked) {
   if (c.block == 0) return x;
   Floats out(x.size());
   const std::int64_t B = c.block;
   for (std::int64_t n = 0; n < c.N; ++n)
     for (std::int64_t ch = 0; ch < c.C; ++ch)
-      for (std::int64_t i = 0; i < c.HW; ++i)
-        out[((n * (c.C / B) + ch / B) * c.HW + i) * B + ch % B] = x[(n * c.C + ch) * c.HW + i];
-  return out;
-}
-
-Floats from_blocked(const Floats& x, const Case& c) {
-  if (c.block == 0) return x;
-  Floats out(x.size());
-  const std::int64_t B = c.block;
-  for (std::int64_t n = 0; n < c.N; ++n)
-    for (std::int64_t ch = 0; ch < c.C; ++ch)
-      for (std::int64_t i = 0; i < c.HW; ++i)
-        out[(n * c.C + ch) * c.HW + i] = x[((n * (c.C / B) + ch / B) * c.HW + i) * B + ch % B];
+      for (std::int64_t i = 0; i < c.HW; ++i) {
+        const std::int64_t plain = (n * c.C + ch) * c.HW + i;
+        const std::int64_t blocked = ((n * (c.C / B) + ch / B) * c.HW + i) * B + ch % B;
+        if (to_blocked)
+          out[blocked] = x[plain];
+        else
+          out[plain] = x[blocked];
+      }
   return out;
 }
 
@@ -98,7 +93,7 @@ Outputs run(const Case& c, const Inputs& in, bool training, bool reference) {
                              c.N, c.C, c.HW, training);
     return o;
   }
-  const Floats x = to_blocked(in.x, c), dy = to_blocked(in.dy, c);
+  const Floats x = relayout(in.x, c, true), dy = relayout(in.dy, c, true);
   Floats y(n), dx(n);
   cpu::fixed_order::batch_norm_forward(x.data(), in.gamma.data(), in.beta.data(),
                                        o.running_mean.data(), o.running_var.data(), y.data(),
@@ -107,8 +102,8 @@ Outputs run(const Case& c, const Inputs& in, bool training, bool reference) {
   cpu::fixed_order::batch_norm_backward(dy.data(), x.data(), in.gamma.data(), o.save_mean.data(),
                                         o.save_invstd.data(), dx.data(), o.dgamma.data(),
                                         o.dbeta.data(), c.N, c.C, c.HW, training, c.block);
-  o.y = from_blocked(y, c);
-  o.dx = from_blocked(dx, c);
+  o.y = relayout(y, c, false);
+  o.dx = relayout(dx, c, false);
   return o;
 }
 
