@@ -6,7 +6,8 @@ Writes tests/study/reference/stats_scipy.json: fixed samples, and for each pair 
 TOST for samples of equal size, Mann-Whitney U (scipy's
 method "auto"), a percentile bootstrap interval of the difference of means, and numpy's
 quartiles; and the normal, Student t and incomplete beta functions on grids.
-Development tooling only (scipy from PyPI): python3 bench/reference/stats_reference.py OUT
+Development tooling only (scipy from PyPI, in the venv scripts/setup-test-tools.sh makes):
+.venv-tools/bin/python bench/reference/stats_reference.py OUT
 """
 import json
 import sys

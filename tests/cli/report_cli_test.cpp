@@ -47,7 +47,8 @@ TEST(ReportCli, TrainingWritesAReportAndReportRewritesIt) {
 
 TEST(ReportCli, ChromiumLoadsTheReportWithoutConsoleErrors) {
   const std::string browser = chromium();
-  if (browser.empty()) GTEST_SKIP() << "Chromium is not installed (apt-get install chromium)";
+  if (browser.empty())
+    GTEST_SKIP() << "Chromium is not installed (scripts/setup-test-tools.sh installs it)";
   testing::TempDir dir;
   const std::string run = dir / "run";
   ASSERT_EQ(

@@ -320,10 +320,20 @@ TEST(MetricsLog, AResumedRunMarksItsRestartInANewEventFile) {
   EXPECT_EQ(events[2].values, (Scalars{{"step/loss", 0.25f}}));
 }
 
+// The Python that has TensorBoard: EPOCH_TEST_PYTHON, else the venv that
+// scripts/setup-test-tools.sh makes, else python3 on the PATH.
+std::string tools_python() {
+  if (const char* named = std::getenv("EPOCH_TEST_PYTHON"); named != nullptr && *named != '\0')
+    return named;
+  const std::string venv = std::string(EPOCH_SOURCE_DIR) + "/.venv-tools/bin/python";
+  if (fs::exists(venv)) return venv;
+  return "python3";
+}
+
 // Runs tests/train/read_tensorboard.py on `dir`: its `tag step value` lines.
 std::vector<std::tuple<std::string, std::int64_t, float>> read_with_tensorboard(
     const std::string& dir, const std::string& err_file) {
-  const std::string cmd = std::string("python3 ") + EPOCH_SOURCE_DIR +
+  const std::string cmd = tools_python() + " " + EPOCH_SOURCE_DIR +
                           "/tests/train/read_tensorboard.py " + dir + " 2>" + err_file;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) throw std::runtime_error("cannot run " + cmd);
@@ -347,8 +357,10 @@ std::vector<std::tuple<std::string, std::int64_t, float>> read_with_tensorboard(
 }
 
 TEST(ScalarEvents, TensorBoardReadsTheScalarsAndDropsOrphanedSteps) {
-  if (std::system("python3 -c 'import tensorboard' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "python3 cannot import tensorboard (pip install tensorboard to run this)";
+  const std::string python = tools_python();
+  if (std::system((python + " -c 'import tensorboard' >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << python
+                 << " cannot import tensorboard (scripts/setup-test-tools.sh installs it)";
   testing::TempDir dir;
   const std::string run = dir / "run";
   fs::create_directories(run);
