@@ -39,7 +39,7 @@ void add_study_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--protocol", c.protocol, "autoencoder or prednet-study")->capture_default_str();
   cmd->add_option("--configs", c.configs,
                   "cpu:N, cpu:N+reference, cpu:N+perturb (ulp), cpu:N+perturb-order, cuda, "
-                  "cuda-nocudnn, comma-separated")
+                  "cuda-nocudnn, comma-separated; any may add +lr=X (the learning rate)")
       ->capture_default_str();
   cmd->add_option("--repeats", c.repeats, "Seeds per configuration (>= 2)")
       ->capture_default_str()

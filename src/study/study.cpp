@@ -2,7 +2,9 @@
 #include "epoch/study/study.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -47,7 +49,48 @@ train::TrainConfig configured(train::TrainConfig c, const StudyConfigSpec& spec,
     c.run.perturb = spec.perturb;
     c.run.perturb_seed = seed ^ 0x9e3779b97f4a7c15ULL;  // its own stream, per repeat
   }
+  if (spec.lr > 0.0) c.optimizer.lr = static_cast<float>(spec.lr);
   return c;
+}
+
+/// "lr=X" as a learning rate: a finite number above 0 written out in full; 0 when it is not
+/// one.
+double parse_lr(const std::string& text) {
+  if (text.empty()) return 0.0;
+  try {
+    std::size_t used = 0;
+    const double lr = std::stod(text, &used);
+    if (used != text.size() || !std::isfinite(lr) || lr <= 0.0 ||
+        lr > std::numeric_limits<float>::max())
+      return 0.0;
+    return lr;
+  } catch (const std::exception&) {
+    return 0.0;
+  }
+}
+
+/// Applies one "+variant" of a configuration's name to it; ConfigError for one it does not
+/// allow.
+void apply_variant(StudyConfigSpec& s, const std::string& variant) {
+  const std::string& item = s.name;
+  const bool cpu = s.device == "cpu";
+  if (variant.rfind("lr=", 0) == 0) {
+    if (s.lr > 0.0) EPOCH_THROW(ConfigError, "--configs: '", item, "' sets lr twice");
+    s.lr = parse_lr(variant.substr(3));
+    if (s.lr <= 0.0)
+      EPOCH_THROW(ConfigError, "--configs: '", item, "': '+", variant,
+                  "' is not a learning rate above 0");
+  } else if (cpu && variant == "reference") {
+    if (s.reference) EPOCH_THROW(ConfigError, "--configs: '", item, "' says reference twice");
+    s.reference = true;
+  } else if (cpu && (variant == "perturb" || variant == "perturb-order")) {
+    if (s.perturb != "none")
+      EPOCH_THROW(ConfigError, "--configs: '", item, "' asks for more than one perturbation");
+    s.perturb = variant == "perturb" ? "ulp" : "order";
+  } else {
+    EPOCH_THROW(ConfigError, "--configs: '", item, "': unknown variant '+", variant, "' (",
+                cpu ? "reference, perturb, perturb-order or lr=X" : "lr=X", ")");
+  }
 }
 
 }  // namespace
@@ -65,37 +108,31 @@ std::vector<StudyConfigSpec> parse_study_configs(const std::string& list) {
       EPOCH_THROW(ConfigError, "--configs: '", item, "' is given twice");
     StudyConfigSpec s;
     s.name = item;
-    if (item == "cuda" || item == "cuda-nocudnn") {
-      s.device = "cuda";
-      s.cudnn = item == "cuda";
-      out.push_back(s);
-      continue;
-    }
     const std::size_t plus = item.find('+');
     const std::string base = item.substr(0, plus);
-    const std::string variant = plus == std::string::npos ? "" : item.substr(plus + 1);
-    int threads = 0;
-    std::size_t used = 0;
-    try {
-      if (base.rfind("cpu:", 0) == 0) threads = std::stoi(base.substr(4), &used);
-    } catch (const std::exception&) {
-      used = 0;
+    if (base == "cuda" || base == "cuda-nocudnn") {
+      s.device = "cuda";
+      s.cudnn = base == "cuda";
+    } else {
+      int threads = 0;
+      std::size_t used = 0;
+      try {
+        if (base.rfind("cpu:", 0) == 0) threads = std::stoi(base.substr(4), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (base.rfind("cpu:", 0) != 0 || used == 0 || used != base.size() - 4 || threads < 1 ||
+          threads > 256)
+        EPOCH_THROW(ConfigError, "--configs: '", item,
+                    "' is not cpu:N, cpu:N+reference, cpu:N+perturb, cpu:N+perturb-order, cuda "
+                    "or cuda-nocudnn (each may add +lr=X)");
+      s.threads = threads;
     }
-    if (base.rfind("cpu:", 0) != 0 || used == 0 || used != base.size() - 4 || threads < 1 ||
-        threads > 256)
-      EPOCH_THROW(ConfigError, "--configs: '", item,
-                  "' is not cpu:N, cpu:N+reference, cpu:N+perturb, cpu:N+perturb-order, cuda or "
-                  "cuda-nocudnn");
-    s.threads = threads;
-    if (variant == "reference")
-      s.reference = true;
-    else if (variant == "perturb")
-      s.perturb = "ulp";
-    else if (variant == "perturb-order")
-      s.perturb = "order";
-    else if (!variant.empty())
-      EPOCH_THROW(ConfigError, "--configs: '", item, "': unknown variant '+", variant,
-                  "' (reference, perturb or perturb-order)");
+    for (std::size_t at = plus; at != std::string::npos;) {
+      const std::size_t next = item.find('+', at + 1);
+      apply_variant(s, item.substr(at + 1, next == std::string::npos ? next : next - at - 1));
+      at = next;
+    }
     out.push_back(s);
   }
   return out;

@@ -30,12 +30,44 @@ TEST(Study, ParsesConfigurationsAndRefusesBadOnes) {
   EXPECT_EQ(s[3].device, "cuda");
   EXPECT_TRUE(s[3].cudnn);
   EXPECT_FALSE(s[4].cudnn);
-  for (const char* bad : {"cpu", "cpu:0", "cpu:x", "cpu:2+fast", "cpu:2+order", "gpu",
-                          "cpu:1,,cpu:2", "cpu:1,cpu:1", "cpu:2 "})
+  // Variants chain, and +lr=X sets the learning rate on any configuration.
+  const std::vector<StudyConfigSpec> v =
+      parse_study_configs("cpu:2+perturb+lr=0.0005,cuda-nocudnn+lr=1e-3,cpu:1+reference");
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].perturb, "ulp");
+  EXPECT_DOUBLE_EQ(v[0].lr, 0.0005);
+  EXPECT_FALSE(v[1].cudnn);
+  EXPECT_DOUBLE_EQ(v[1].lr, 1e-3);
+  EXPECT_EQ(v[2].lr, 0.0);
+  for (const char* bad : {"cpu",
+                          "cpu:0",
+                          "cpu:x",
+                          "cpu:2+fast",
+                          "cpu:2+order",
+                          "gpu",
+                          "cpu:1,,cpu:2",
+                          "cpu:1,cpu:1",
+                          "cpu:2 ",
+                          "cpu:2+",
+                          "cpu:2+lr=",
+                          "cpu:2+lr=0",
+                          "cpu:2+lr=-1",
+                          "cpu:2+lr=nan",
+                          "cpu:2+lr=inf",
+                          "cpu:2+lr=1e99",
+                          "cpu:2+lr=0.1x",
+                          "cpu:2+lr=1+lr=2",
+                          "cpu:2+perturb+perturb-order",
+                          "cpu:2+reference+reference",
+                          "cuda+perturb",
+                          "cuda+reference",
+                          "cuda-nocudnn+"})
     EXPECT_THROW(parse_study_configs(bad), ConfigError) << bad;
   EXPECT_EQ(skip_reason(s[0]), "");
-  if (memory::cuda_device_count() == 0) EXPECT_NE(skip_reason(s[3]), "");
-  if (memory::cuda_device_count() == 0) EXPECT_NE(skip_reason(s[4]), "");
+  if (memory::cuda_device_count() == 0) {
+    EXPECT_NE(skip_reason(s[3]), "");
+    EXPECT_NE(skip_reason(s[4]), "");
+  }
 }
 
 TEST(Study, RunsEveryConfigurationPerSeedAndComparesThemPaired) {
@@ -75,6 +107,34 @@ TEST(Study, RunsEveryConfigurationPerSeedAndComparesThemPaired) {
   EXPECT_EQ(s["skipped"][0]["config"], "cuda-nocudnn");
   EXPECT_TRUE(s["comparisons"][0].contains("paired"));
   EXPECT_TRUE(s["comparisons"][0].contains("verdict"));
+}
+
+// The study's power on real training, not only on drawn samples: the same configuration with a
+// learning rate ten times lower trains to a higher loss for every seed, and is called different
+// (and lower for the protocol's rate), while each is equivalent to itself under another thread
+// count.
+TEST(Study, CallsALowerLearningRateDifferent) {
+  testing::TempDir dir;
+  StudyConfig c;
+  c.configs = "cpu:1,cpu:2,cpu:2+lr=0.0002";
+  c.repeats = 3;
+  c.limit_train = 2048;
+  c.limit_test = 256;
+  c.out_dir = dir / "study";
+  const StudyResult r = run_study(c, nullptr);
+  ASSERT_EQ(r.comparisons.size(), 3u);
+  for (const auto& [names, cmp] : r.comparisons) {
+    SCOPED_TRACE(names.first + " vs " + names.second + ": " + cmp.words);
+    if (names.second == "cpu:2+lr=0.0002") {
+      EXPECT_EQ(cmp.verdict, Verdict::different);
+      EXPECT_LT(cmp.paired_test.difference, 0.0);  // the protocol's rate lower
+      EXPECT_NE(cmp.words.find(names.first + " lower"), std::string::npos);
+    } else {
+      EXPECT_EQ(cmp.verdict, Verdict::equivalent);
+    }
+  }
+  std::ifstream config(r.runs[2].run_dir + "/config.json");
+  EXPECT_FLOAT_EQ(nlohmann::json::parse(config)["optimizer"]["lr"].get<float>(), 0.0002f);
 }
 
 TEST(Study, BadSettingsAreOneClearError) {

@@ -20,13 +20,16 @@ namespace epoch::study {
 /// "cpu:N+reference" (the plain reference kernels), "cpu:N+perturb" (initial weights jittered
 /// by one ulp from a seed of each repeat's own: --perturb ulp), "cpu:N+perturb-order" (the
 /// weight gradients' part sums in a shuffled order, drawn likewise: --perturb order), "cuda"
-/// (cuDNN's convolutions), "cuda-nocudnn" (epoch's im2col ones).
+/// (cuDNN's convolutions), "cuda-nocudnn" (epoch's im2col ones). Any of them may add "+lr=X"
+/// (the optimizer's learning rate X instead of the protocol's), so that a study can set a
+/// setting that does change the result beside those it asks about: "cpu:2+perturb+lr=0.001".
 struct StudyConfigSpec {
   std::string name;  // as given
   std::string device = "cpu";
   int threads = 1;
   bool reference = false, cudnn = true;
   std::string perturb = "none";  // train's --perturb: none, ulp or order
+  double lr = 0.0;               // > 0: the optimizer's learning rate; 0: the protocol's
 };
 /// Parses "cpu:1,cpu:2+perturb,cuda" (ConfigError naming the bad entry, or a repeated one).
 std::vector<StudyConfigSpec> parse_study_configs(const std::string& list);
