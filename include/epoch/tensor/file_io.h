@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace epoch {
 
@@ -29,6 +30,29 @@ class FileDescriptor {
  private:
   int fd_;
 };
+
+/// The largest files epoch reads whole, by kind: what a reader of that kind refuses beyond.
+inline constexpr std::uint64_t kMaxJsonFileBytes = std::uint64_t{64} << 20;    // config, study
+inline constexpr std::uint64_t kMaxImageFileBytes = std::uint64_t{1} << 30;    // JPEG, PNG
+inline constexpr std::uint64_t kMaxLogFileBytes = std::uint64_t{4} << 30;      // metrics.jsonl
+
+/// Opens `path` for reading when it is a regular file of at most `max_bytes` bytes (a FIFO is
+/// refused without blocking: the open does not wait for a writer). IoError naming `path` and
+/// what it is otherwise ("no such file", "is a directory, not a file", "is a FIFO, not a
+/// regular file", "is 5.2 GB, more than the 4 GB a metrics file may hold", ...).
+/// ensures: the descriptor reads blocking; *size (when given) is the file's size at open.
+FileDescriptor open_regular_file(const std::string& path, std::uint64_t max_bytes,
+                                 std::uint64_t* size = nullptr);
+
+/// The whole of a regular file of at most `max_bytes` bytes (open_regular_file's checks; a
+/// read error is an IoError, never a short result).
+std::vector<std::uint8_t> read_regular_file(const std::string& path, std::uint64_t max_bytes);
+
+/// read_regular_file as text.
+std::string read_text_file(const std::string& path, std::uint64_t max_bytes);
+
+/// "3.2 GB", "512 KB", "17 bytes": a size for messages.
+std::string describe_bytes(std::uint64_t bytes);
 
 /// Writes `bytes` to `path` through a temporary file beside it and a rename, so a reader
 /// never sees a partial file under `path` and a failure leaves the old file (if any) intact.
