@@ -1,6 +1,8 @@
 // Compute-only training and inference timing (see compute_bench.h).
 #include "epoch/bench/compute_bench.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -71,7 +73,8 @@ nlohmann::json ComputeBenchResult::to_json() const {
           {"comm_exposed_ms_median", comm_exposed_ms_median},
           {"comm_hidden_fraction", comm_hidden_fraction},
           {"comm_bytes_per_step", comm_bytes_per_step},
-          {"bucket_counts", bucket_counts}};
+          {"bucket_counts", bucket_counts},
+          {"peak_rss_mib", peak_rss_mib}};
 }
 
 ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
@@ -89,7 +92,15 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   // Under mpirun every rank runs this step on its own batch and the gradients are averaged as
   // in training (train::DataParallel), so the step's time includes the exposed communication.
   dist::ProcessGroup& group = dist::ProcessGroup::world();
-  train::DataParallel dp(group, train_step, *model, train::kDefaultBucketBytes);
+  train::DataParallel dp(group, train_step, *model, train::kDefaultBucketBytes,
+                         {{"the command", "epoch bench"},
+                          {"--model", c.model},
+                          {"--batch-size", std::to_string(c.batch_size)},
+                          {"--steps", std::to_string(c.steps)},
+                          {"--warmup", std::to_string(c.warmup)},
+                          {"--seed", std::to_string(c.seed)},
+                          {"the device kind", device.is_cuda() ? "cuda" : "cpu"}},
+                         "this benchmark");
   dp.broadcast_state();
   dp.set_share(c.batch_size, c.batch_size * group.size());
 
@@ -135,6 +146,9 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
     r.comm_bytes_per_step = dp.last_step().bytes;
     for (const train::GradBucket& b : train_step.buckets()) r.bucket_counts.push_back(b.count);
   }
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) == 0)
+    r.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: KiB
   model->train(false);
   const std::vector<double> infer_ms = time_ms(c.warmup, c.steps, [&] {
     autograd::NoGradGuard no_grad;

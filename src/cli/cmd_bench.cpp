@@ -425,6 +425,19 @@ int run_bench(const BenchOptions& o) {
                 "or add --pipeline");
   if (!o.allreduce_bytes.empty() || !o.allreduce_buckets.empty()) {  // for `epoch scale`
     dist::ProcessGroup& group = dist::ProcessGroup::world();
+    const auto listed = [](const std::vector<std::int64_t>& v) {
+      std::string text;
+      for (std::int64_t x : v) {
+        if (!text.empty()) text += ',';
+        text += std::to_string(x);
+      }
+      return text;
+    };
+    dist::expect_same_settings(group,
+                               {{"the command", "epoch bench (all-reduce timing)"},
+                                {"--allreduce-bytes", listed(o.allreduce_bytes)},
+                                {"--allreduce-buckets", listed(o.allreduce_buckets)}},
+                               "this benchmark");
     json out = json::array();
     for (std::int64_t bytes : o.allreduce_bytes)
       out.push_back({{"ranks", group.size()},
@@ -524,10 +537,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--cold-cache", o->cold_cache, "Do not fill the decoded-image cache before timing");
   cmd->add_option("--prefetch", o->prefetch, "Batches prepared ahead")->capture_default_str();
   cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--warmup", c.warmup, "Untimed steps first")
+  cmd->add_option("--warmup", c.warmup, "Untimed steps first (0 to 1000000)")
       ->capture_default_str()
-      ->check(non_negative());
-  cmd->add_option("--steps", c.steps, "Timed steps (>= 10)")->capture_default_str();
+      ->check(in_range(0, 1e6));
+  cmd->add_option("--steps", c.steps, "Timed steps (10 to 1000000)")
+      ->capture_default_str()
+      ->check(in_range(10, 1e6));
   cmd->add_option("--optimizer", c.optimizer, "Optimizer of the training step")
       ->capture_default_str();
   cmd->add_flag("--reference-kernels", c.reference_kernels, "Time the plain reference kernels");

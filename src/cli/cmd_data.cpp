@@ -170,17 +170,21 @@ void add_data_command(CLI::App& app, int& exit_code) {
   synth->add_option("--out", c.out_dir, "Output folder (must not hold train/ already)")->required();
   o->image_only.push_back(
       synth->add_option("--count", c.count, "Training images, spread evenly over the classes")
-          ->capture_default_str());
+          ->capture_default_str()
+          ->check(in_range(1, 1e9)));
   o->image_only.push_back(
       synth->add_option("--val-count", c.val_count, "Validation images (default: count / 5)"));
   data::VideoSynthConfig& v = o->video;
   o->video_only.push_back(synth->add_option("--sequences", v.sequences, "video: training sequences")
-                              ->capture_default_str());
+                              ->capture_default_str()
+                              ->check(in_range(1, 1e6)));
   o->video_only.push_back(
       synth->add_option("--val-sequences", v.val_sequences,
                         "video: validation sequences (default: a quarter, >= 1)"));
   o->video_only.push_back(
-      synth->add_option("--frames", v.frames, "video: frames per sequence")->capture_default_str());
+      synth->add_option("--frames", v.frames, "video: frames per sequence")
+          ->capture_default_str()
+          ->check(in_range(1, 1e6)));
   o->video_only.push_back(
       synth->add_option("--format", v.format, "video: png or jpeg frames")->capture_default_str());
   synth->add_option("--size", o->size, "Image size WxH (default: the kind's)");

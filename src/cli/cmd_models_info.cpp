@@ -26,7 +26,10 @@ int run_models(bool json) {
     const std::int64_t params = m->parameter_count();
     const std::int64_t flops = m->flops(spec.input);
     std::string input;  // 3x64x64, or frames x channels x height x width for video
-    for (std::int64_t d : spec.input) input += (input.empty() ? "" : "x") + std::to_string(d);
+    for (std::int64_t d : spec.input) {
+      if (!input.empty()) input += 'x';
+      input += std::to_string(d);
+    }
     if (json) {
       all.push_back({{"name", spec.name},
                      {"input", spec.input},

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "epoch/report/report.h"
 #include "epoch/tensor/error.h"
+#include "epoch/tensor/warnings.h"
 
 namespace epoch::cli {
 
@@ -13,7 +14,8 @@ std::string write_report_or_warn(const std::string& dir) {
   try {
     return report::write_report(dir);
   } catch (const Error& e) {
-    std::fprintf(stderr, "epoch: warning: no report written: %s\n", e.what());
+    std::fprintf(stderr, "epoch: warning: no report written: %s\n",
+                 without_location(e.what()).c_str());
     return "";
   }
 }

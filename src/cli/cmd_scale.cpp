@@ -4,8 +4,10 @@
 // same way, fits the ring all-reduce's alpha-beta model, and projects the efficiency to many
 // nodes on the network the flags describe, clearly labelled as a projection; a table, JSON and
 // an SVG plot.
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/child_process.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "epoch/bench/scale.h"
@@ -38,6 +41,7 @@ struct ScaleOptions {
   std::string mpirun = "mpirun";
   std::string out;
   bool json = false;
+  bool oversubscribe = false;
 };
 
 std::string self_path() {
@@ -46,38 +50,67 @@ std::string self_path() {
   return ec ? std::string("epoch") : p.string();
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+// Runs `mpirun -np N epoch ARGS` (in a process group of its own, ended with epoch) and returns
+// the JSON rank 0 printed.
+json run_ranks(const ScaleOptions& o, int np, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{o.mpirun};
+  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  // (epoch checked the rank count against the cores itself: mpirun's own count of slots
+  // varies with the machine's description of its cores)
+  argv.insert(argv.end(), {"--oversubscribe", "-np", std::to_string(np), self_path()});
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string shown;
+  for (const std::string& a : args) shown += " " + a;
+  const ChildResult r = run_child(argv);
+  const auto brace = r.output.find_first_of("[{");
+  if (r.exit_code != 0 || brace == std::string::npos) {
+    // The line epoch printed, else mpirun's first.
+    std::string line;
+    const auto at = r.output.find("epoch: ");
+    const auto from = at == std::string::npos ? 0 : at;
+    line = r.output.substr(from, r.output.find('\n', from) - from);
+    EPOCH_THROW(IoError, o.mpirun, " -np ", np, " epoch", shown, " failed",
+                line.empty() ? "" : ": " + line);
+  }
+  const auto end = r.output.find('\n', brace);
+  try {
+    return json::parse(
+        r.output.substr(brace, end == std::string::npos ? std::string::npos : end - brace));
+  } catch (const json::exception&) {
+    EPOCH_THROW(IoError, o.mpirun, " -np ", np, " epoch", shown, " printed no result");
+  }
 }
 
-// Runs `mpirun -np N epoch ARGS` and returns the JSON rank 0 printed.
-json run_ranks(const ScaleOptions& o, int np, const std::string& args) {
-  std::string cmd = shell_quote(o.mpirun) + (geteuid() == 0 ? " --allow-run-as-root" : "") +
-                    " --oversubscribe -np " + std::to_string(np) + " " + shell_quote(self_path()) +
-                    " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) EPOCH_THROW(IoError, "cannot start ", o.mpirun);
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  const auto brace = out.find_first_of("[{");
-  if (status != 0 || brace == std::string::npos) {
-    std::string last = out.substr(0, out.find('\n'));
-    EPOCH_THROW(IoError, o.mpirun, " -np ", np, " epoch ", args, " failed",
-                last.empty() ? "" : ": " + last);
-  }
-  const auto end = out.find('\n', brace);
-  return json::parse(out.substr(brace, end == std::string::npos ? std::string::npos : end - brace));
+/// The cores this process may run on.
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)) > 0
+             ? static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))
+             : 1;
+}
+
+/// MemAvailable of /proc/meminfo in MiB (0 when unknown).
+double available_mib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib / 1024.0;
+  return 0.0;
 }
 
 int run_scale(const ScaleOptions& o) {
   const models::ModelSpec& spec = models::find_model(o.model);
   if (o.ranks.empty() || o.ranks.front() != 1)
     EPOCH_THROW(ConfigError, "--ranks must start with 1 (the baseline), e.g. 1,2,4");
+  const int cores = usable_cores();
+  for (int n : o.ranks)
+    if (n > cores && !o.oversubscribe)
+      EPOCH_THROW(ConfigError, "--ranks ", n, ": more ranks than this machine's ", cores,
+                  " cores (each rank a process of its own); pass --oversubscribe to run them "
+                  "anyway");
   for (int n : o.ranks)
     if (o.strong && o.batch_size % n != 0)
       EPOCH_THROW(ConfigError, "--strong splits --batch-size ", o.batch_size, " over ", n,
@@ -87,13 +120,27 @@ int run_scale(const ScaleOptions& o) {
   double base_ips = 0, base_step_s = 0, hidden_at_most_ranks = 1.0;
   std::int64_t grad_bytes = 0;
   std::string buckets;  // the bucket layout's float counts, for the averager's timing
+  double per_rank_mib = 0;  // the one-rank run's peak memory
   for (int n : o.ranks) {
     const std::int64_t b = o.strong ? o.batch_size / n : o.batch_size;
+    if (n > 1 && per_rank_mib > 0) {  // the memory the ranks will need, from the one-rank run
+      const double need = per_rank_mib * n, have = available_mib();
+      if (!o.json)
+        std::fprintf(stderr, "epoch scale: %d ranks need about %.1f GiB (%.0f MiB each, measured "
+                     "on one rank); %.1f GiB available\n", n, need / 1024, per_rank_mib,
+                     have / 1024);
+      if (have > 0 && need > 0.9 * have)
+        EPOCH_THROW(ConfigError, "--ranks ", n, ": the ranks would need about ",
+                    std::llround(need / 1024), " GiB (", std::llround(per_rank_mib),
+                    " MiB each, measured on one rank), more than the ",
+                    std::llround(have / 1024), " GiB this machine has available");
+    }
     const json r = run_ranks(o, n,
-                             "bench --model " + o.model + " --batch-size " + std::to_string(b) +
-                                 " --threads " + std::to_string(o.threads_per_rank) + " --steps " +
-                                 std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) +
-                                 " --json");
+                             {"bench", "--model", o.model, "--batch-size", std::to_string(b),
+                              "--threads", std::to_string(o.threads_per_rank), "--steps",
+                              std::to_string(o.steps), "--warmup", std::to_string(o.warmup),
+                              "--json"});
+    if (n == 1) per_rank_mib = r.value("peak_rss_mib", 0.0);
     const double ips = r.value("world_size", 1) > 1 ? r["global_train_images_per_s"].get<double>()
                                                     : r["train_images_per_s"].get<double>();
     const double step_s = r["train_step_ms_median"].get<double>() / 1e3;
@@ -128,7 +175,7 @@ int run_scale(const ScaleOptions& o) {
       const int n = p["ranks"].get<int>();
       if (n < 2) continue;
       const json r =
-          run_ranks(o, n, "bench --allreduce-bytes " + list + " --allreduce-buckets " + buckets);
+          run_ranks(o, n, {"bench", "--allreduce-bytes", list, "--allreduce-buckets", buckets});
       for (const json& t : r) {
         if (t.contains("buckets")) {  // the averager over the step's buckets against one
           // plain MPI_Allreduce of the same bytes, alternated in the same repetitions
@@ -254,14 +301,22 @@ void add_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch-size", o->batch_size, "Samples per rank (weak) or in all (strong)")
       ->capture_default_str()
       ->check(positive());
-  cmd->add_option("--steps", o->steps, "Timed steps per run (>= 10)")->capture_default_str();
-  cmd->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str();
-  cmd->add_option("--bandwidth-gbps", o->bandwidth_gbps, "The projection's link, Gb/s")
+  cmd->add_option("--steps", o->steps, "Timed steps per run (10 to 100000)")
       ->capture_default_str()
-      ->check(positive());
-  cmd->add_option("--latency-us", o->latency_us, "The projection's latency, microseconds")
+      ->check(in_range(10, 100000));
+  cmd->add_option("--warmup", o->warmup, "Untimed steps first (0 to 100000)")
       ->capture_default_str()
-      ->check(non_negative());
+      ->check(in_range(0, 100000));
+  cmd->add_option("--bandwidth-gbps", o->bandwidth_gbps,
+                  "The projection's link, Gb/s (0.001 to 100000)")
+      ->capture_default_str()
+      ->check(in_range(0.001, 100000));
+  cmd->add_option("--latency-us", o->latency_us,
+                  "The projection's latency, microseconds (0 to 10000000)")
+      ->capture_default_str()
+      ->check(in_range(0, 1e7));
+  cmd->add_flag("--oversubscribe", o->oversubscribe,
+                "Allow more ranks than this machine has cores");
   cmd->add_option("--mpirun", o->mpirun, "The MPI launcher")->capture_default_str();
   cmd->add_option("--out", o->out, "Write scale.json and scale.svg here");
   cmd->add_flag("--json", o->json, "Print one JSON object");

@@ -11,6 +11,7 @@
 #include "epoch/dist/process_group.h"
 #include "epoch/train/config_fields.h"
 #include "epoch/train/recipe.h"
+#include "epoch/train/run_dir.h"
 #include "epoch/train/trainer.h"
 
 namespace epoch::cli {
@@ -114,6 +115,7 @@ int run_train(TrainOptions& o) {
                  train::describe_recipe(c).c_str());
   const train::TrainResult r = train::train(c, progress);
   if (group.rank() != 0) return 0;
+  train::record_files(r.run_dir, {"report.html"});  // the run's own, to replace
   const std::string report = write_report_or_warn(r.run_dir);
   if (o.json) {
     nlohmann::json j = r.to_json();

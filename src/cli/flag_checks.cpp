@@ -24,7 +24,11 @@ double parse_number(const std::string& text) {
 
 std::string shown(double v) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", v);
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {  // whole numbers in full: 1000000000
+    std::snprintf(buffer, sizeof buffer, "%.0f", v);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%g", v);
+  }
   return buffer;
 }
 

@@ -13,6 +13,7 @@
 #include "cli/omp_wait.h"
 #include "epoch/dist/process_group.h"
 #include "epoch/tensor/error.h"
+#include "epoch/tensor/text.h"
 #include "epoch/tensor/warnings.h"
 
 namespace {
@@ -25,13 +26,24 @@ std::string user_message(const char* what) {
 
 // One line on stderr and the exit code; in a job of several ranks (mpirun) the line names the
 // rank and the whole job ends (MPI_Abort), so no other rank waits forever in a collective.
-int fail(int code, const char* kind, const std::string& message) {
+// Ranks that disagree on their settings all throw the same line at the same point: rank 0
+// alone prints it and ends the job; the others wait for that (a few seconds at most) so their
+// own abort cannot end the job before the line is out.
+int fail(int code, const char* kind, const std::string& message, bool every_rank_agrees = false) {
   std::fflush(stdout);
   if (epoch::dist::launched_by_mpi()) {
     epoch::dist::ProcessGroup& group = epoch::dist::ProcessGroup::world();
     if (group.distributed()) {
-      std::fprintf(stderr, "epoch: %s (rank %d of %d): %s\n", kind, group.rank(), group.size(),
-                   message.c_str());
+      if (every_rank_agrees && group.rank() != 0) {
+        ::sleep(10);
+        group.abort(code);
+      }
+      if (every_rank_agrees) {
+        std::fprintf(stderr, "epoch: %s: %s\n", kind, message.c_str());
+      } else {
+        std::fprintf(stderr, "epoch: %s (rank %d of %d): %s\n", kind, group.rank(), group.size(),
+                     message.c_str());
+      }
       group.abort(code);
     }
   }
@@ -61,6 +73,19 @@ int main(int argc, char** argv) {
   epoch::cli::add_scale_command(app, exit_code);
   epoch::cli::add_study_command(app, exit_code);
   epoch::cli::add_report_command(app, exit_code);
+  if (argc > 1 && argv[1][0] == '-') {  // an option before any command
+    const std::string first = argv[1];
+    if (first != "-h" && first != "--help" && first != "--help-all" && first != "--version") {
+      std::string valid;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+        valid += (valid.empty() ? "" : ", ") + sub->get_name();
+      std::fprintf(stderr,
+                   "epoch: error: unknown option '%s': epoch takes a command first (%s; see "
+                   "epoch --help)\n",
+                   epoch::printable(first).c_str(), valid.c_str());
+      return 2;
+    }
+  }
   if (argc > 1 && argv[1][0] != '-') {
     std::string valid;
     bool known = false;
@@ -69,8 +94,8 @@ int main(int argc, char** argv) {
       valid += (valid.empty() ? "" : ", ") + sub->get_name();
     }
     if (!known) {
-      std::fprintf(stderr, "epoch: error: unknown command '%s' (valid: %s)\n", argv[1],
-                   valid.c_str());
+      std::fprintf(stderr, "epoch: error: unknown command '%s' (valid: %s)\n",
+                   epoch::printable(argv[1]).c_str(), valid.c_str());
       return 2;
     }
   }
@@ -85,6 +110,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "epoch: error: %s (see epoch --help)\n", e.what());
     return 2;
+  } catch (const epoch::dist::RanksDisagree& e) {
+    return fail(1, "error", user_message(e.what()), true);
   } catch (const epoch::Error& e) {
     std::fflush(stdout);
     if (epoch::cli::stdout_is_terminal()) std::fputs("\n", stdout);  // end a progress bar

@@ -10,6 +10,9 @@
 #include <map>
 #include <set>
 
+#include "epoch/tensor/error.h"
+#include "epoch/tensor/text.h"
+
 namespace epoch::data {
 namespace fs = std::filesystem;
 
@@ -93,6 +96,11 @@ ImageFolder scan_image_folder(const std::string& dir, const std::vector<std::str
         folder.class_names.push_back(e.path().filename().string());
     if (ec) EPOCH_THROW(IoError, dir, ": cannot list: ", ec.message());
     std::sort(folder.class_names.begin(), folder.class_names.end());
+    for (const std::string& name : folder.class_names)  // (class names go into JSON files)
+      if (!valid_utf8(name))
+        EPOCH_THROW(ConfigError, dir, ": the class folder '", printable(name),
+                    "' has a name that is not valid UTF-8; rename it (class names are stored "
+                    "in config.json and checkpoints)");
     if (folder.class_names.empty())
       EPOCH_THROW(ConfigError, dir,
                   ": no class subfolders (an image folder holds one subfolder of images per "

@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include "epoch/tensor/error.h"
 
@@ -104,8 +106,15 @@ std::string ProcessGroup::library() const {
   return s;
 }
 
-void ProcessGroup::broadcast(void* data, std::int64_t bytes, int root) {
-  if (!distributed() || bytes == 0) return;
+void ProcessGroup::broadcast(void* data, std::int64_t bytes, int root, const char* what) {
+  if (!distributed()) return;
+  const std::vector<std::uint64_t> sizes = all_gather(static_cast<std::uint64_t>(bytes));
+  for (std::size_t r = 0; r < sizes.size(); ++r)
+    if (sizes[r] != sizes[static_cast<std::size_t>(root)])
+      EPOCH_THROW(RanksDisagree, "ranks disagree on the size of ", what, ": rank ", root, " sends ",
+                  sizes[static_cast<std::size_t>(root)], " bytes, rank ", r, " expects ", sizes[r],
+                  " (every rank must run the same job)");
+  if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mpi_mutex());
   auto* p = static_cast<char*>(data);
   for (std::int64_t at = 0; at < bytes; at += kMaxCount) {
@@ -146,6 +155,33 @@ std::vector<std::uint64_t> ProcessGroup::all_gather(std::uint64_t value) {
   return all;
 }
 
+std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
+  if (!distributed()) return {text};
+  const std::vector<std::uint64_t> sizes = all_gather(static_cast<std::uint64_t>(text.size()));
+  std::vector<int> counts(sizes.size()), offsets(sizes.size());
+  std::uint64_t total = 0;
+  for (std::size_t r = 0; r < sizes.size(); ++r) {
+    if (sizes[r] > static_cast<std::uint64_t>(kMaxCount) ||
+        total + sizes[r] > static_cast<std::uint64_t>(kMaxCount))
+      EPOCH_THROW(IoError, "MPI_Allgatherv: rank ", r, "'s ", sizes[r],
+                  " bytes are more than one gather carries");
+    counts[r] = static_cast<int>(sizes[r]);
+    offsets[r] = static_cast<int>(total);
+    total += sizes[r];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  {
+    const std::lock_guard<std::mutex> lock(mpi_mutex());
+    check(MPI_Allgatherv(text.data(), static_cast<int>(text.size()), MPI_CHAR, all.data(),
+                         counts.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
+          "MPI_Allgatherv");
+  }
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < sizes.size(); ++r)
+    out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), sizes[r]));
+  return out;
+}
+
 void ProcessGroup::barrier() {
   if (!distributed()) return;
   const std::lock_guard<std::mutex> lock(mpi_mutex());
@@ -171,6 +207,109 @@ std::uint64_t checksum(const void* data, std::int64_t bytes) {
   }
   for (; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
   return h;
+}
+
+namespace {
+
+/// Settings as text, each name and value preceded by its length, so no byte of either can
+/// be mistaken for a separator.
+std::string encode_settings(const std::vector<Setting>& settings) {
+  std::string out;
+  for (const Setting& s : settings)
+    for (const std::string* part : {&s.name, &s.value})
+      out += std::to_string(part->size()) + ":" + *part;
+  return out;
+}
+
+/// encode_settings' inverse; nullopt for text that is not such an encoding.
+std::optional<std::vector<Setting>> decode_settings(const std::string& text) {
+  std::vector<Setting> out;
+  std::size_t at = 0;
+  const auto field = [&](std::string& into) {
+    const std::size_t colon = text.find(':', at);
+    if (colon == std::string::npos || colon == at || colon - at > 12) return false;
+    std::size_t n = 0;
+    for (std::size_t i = at; i < colon; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      n = n * 10 + static_cast<std::size_t>(text[i] - '0');
+    }
+    if (n > text.size() - colon - 1) return false;
+    into = text.substr(colon + 1, n);
+    at = colon + 1 + n;
+    return true;
+  };
+  while (at < text.size()) {
+    Setting s;
+    if (!field(s.name) || !field(s.value)) return std::nullopt;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// A value for a message: quoted when empty or long ones cut.
+std::string shown(const std::string& value) {
+  if (value.empty()) return "(none)";
+  if (value.size() > 80) return value.substr(0, 77) + "...";
+  return value;
+}
+
+}  // namespace
+
+namespace {
+
+/// Where `mine` first differs from `lead` (in lead's order, then a setting lead lacks): the
+/// setting's name, lead's value and mine.
+struct Difference {
+  std::string name, lead_value, value;
+};
+Difference first_difference(const std::vector<Setting>& lead, const std::vector<Setting>& mine) {
+  std::map<std::string, std::string> by_name;
+  for (const Setting& s : mine) by_name.emplace(s.name, s.value);
+  for (const Setting& s : lead) {
+    const auto it = by_name.find(s.name);
+    const std::string value = it == by_name.end() ? "(not set)" : it->second;
+    if (value != s.value) return {s.name, s.value, value};
+    by_name.erase(s.name);
+  }
+  if (!by_name.empty()) return {by_name.begin()->first, "(not set)", by_name.begin()->second};
+  return {"the order of their settings", "", ""};
+}
+
+}  // namespace
+
+void expect_same_settings(ProcessGroup& group, const std::vector<Setting>& settings,
+                          const std::string& what) {
+  if (!group.distributed()) return;
+  const std::vector<std::string> all = group.all_gather(encode_settings(settings));
+  const std::optional<std::vector<Setting>> lead = decode_settings(all[0]);
+  // Each differing rank's first difference; the message names the lowest such rank's setting
+  // and every rank whose first difference is that one.
+  std::optional<Difference> named;
+  std::vector<std::pair<std::size_t, std::string>> ranks;  // (rank, its value)
+  std::size_t elsewhere = 0;  // ranks that differ first on another setting
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    const std::optional<std::vector<Setting>> mine = decode_settings(all[r]);
+    const Difference d = lead && mine ? first_difference(*lead, *mine)
+                                      : Difference{"their settings", "another encoding",
+                                                   "another encoding (another epoch version?)"};
+    if (!named) named = d;
+    if (d.name == named->name) {
+      ranks.emplace_back(r, d.value);
+    } else {
+      ++elsewhere;
+    }
+  }
+  if (!named) return;
+  std::string listed;
+  constexpr std::size_t kNamed = 4;
+  for (std::size_t i = 0; i < ranks.size() && i < kNamed; ++i)
+    listed += ", rank " + std::to_string(ranks[i].first) + " has " + shown(ranks[i].second);
+  if (ranks.size() > kNamed) listed += " (and " + std::to_string(ranks.size() - kNamed) + " more)";
+  EPOCH_THROW(RanksDisagree, "ranks disagree on ", named->name, ": rank 0 has ",
+              shown(named->lead_value), listed,
+              elsewhere > 0 ? "; " + std::to_string(elsewhere) + " other rank(s) differ on other settings" : "",
+              "; every rank must run ", what, " alike");
 }
 
 void expect_same_on_every_rank(ProcessGroup& group, std::uint64_t value, const std::string& where) {

@@ -1,14 +1,31 @@
 // The warning sink and the user-facing form of exception messages (warnings.h).
 #include "epoch/tensor/warnings.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace epoch {
 
 std::string without_location(std::string what) {
-  for (;;) {
-    const std::size_t pos = what.rfind(" [");
-    if (pos == std::string::npos || what.empty() || what.back() != ']') return what;
-    if (what.compare(pos, 5, " [at ") != 0 && what.compare(pos, 9, " [check `") != 0) return what;
-    what.resize(pos);
+  // Every marker, wherever a wrapping message left it: " [at FILE:LINE]" and
+  // " [check `EXPR` failed at FILE:LINE]" (FILE:LINE ends in digits before the bracket).
+  for (std::size_t from = 0;;) {
+    const std::size_t at = what.find(" [at ", from), check = what.find(" [check `", from);
+    const std::size_t pos = std::min(at, check);
+    if (pos == std::string::npos) return what;
+    // (an expression may hold brackets: its marker ends after "` failed at ")
+    const std::size_t failed = pos == check ? what.find("` failed at ", pos) : pos;
+    const std::size_t close =
+        failed == std::string::npos ? std::string::npos : what.find(']', failed + 5);
+    const bool located = close != std::string::npos && close > pos &&
+                         std::isdigit(static_cast<unsigned char>(what[close - 1])) != 0 &&
+                         what.rfind(':', close) > pos;
+    if (!located) {
+      from = pos + 2;
+      continue;
+    }
+    what.erase(pos, close + 1 - pos);
+    from = pos;
   }
 }
 

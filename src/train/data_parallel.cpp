@@ -2,7 +2,10 @@
 #include "epoch/train/data_parallel.h"
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
+
+#include "epoch/train/config_fields.h"
 
 namespace epoch::train {
 
@@ -21,11 +24,42 @@ void average_by_bucket(Step& step, Averager& averager, const float& weight,
 
 }  // namespace
 
+std::vector<dist::Setting> run_settings_ranks_share(const TrainConfig& c) {
+  std::vector<dist::Setting> out{{"the command", "epoch train"}};
+  for (auto& [name, value] : fields_ranks_share(c)) out.push_back({name, value});
+  out.push_back({"the device kind", parse_device(c.run.device).is_cuda() ? "cuda" : "cpu"});
+  return out;
+}
+
 DataParallel::DataParallel(dist::ProcessGroup& group, Step& step, nn::Module& model,
-                           std::int64_t bucket_bytes)
+                           std::int64_t bucket_bytes, std::vector<dist::Setting> job,
+                           const std::string& what)
     : group_(group), step_(step), model_(model) {
   if (!group_.distributed()) return;
   step_.set_bucket_bytes(bucket_bytes);
+  // What the collectives below trust: the same parameters, buffers and buckets everywhere.
+  std::string parameters, buffers, buckets;
+  std::int64_t count = 0;
+  for (const auto& [name, p] : model_.parameters()) {
+    parameters += name + shape_str(p.shape()) + ";";
+    count += p.numel();
+  }
+  for (const auto& [name, b] : model_.buffers())
+    buffers += name + shape_str(b.shape()) + dtype_name(b.dtype()) + ";";
+  for (const GradBucket& b : step_.buckets()) buckets += std::to_string(b.count) + ",";
+  const auto hash = [](const std::string& text) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  static_cast<unsigned long long>(dist::checksum(text.data(),
+                                                                 static_cast<std::int64_t>(text.size()))));
+    return std::string(hex);
+  };
+  job.push_back({"the parameter count", std::to_string(count)});
+  job.push_back({"the parameters' names and shapes", hash(parameters)});
+  job.push_back({"the buffers' names and shapes", hash(buffers)});
+  job.push_back({"the gradient buckets", std::to_string(step_.buckets().size()) + " buckets, " +
+                                             hash(buckets)});
+  dist::expect_same_settings(group_, job, what);
   const auto record = [this](const dist::CommTimes& t) {
     last_ = t;
     totals_.busy_s += t.busy_s, totals_.exposed_s += t.exposed_s;

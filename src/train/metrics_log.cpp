@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "epoch/tensor/error.h"
+#include "epoch/tensor/file_io.h"
+#include "epoch/train/run_dir.h"
 
 namespace epoch::train {
 namespace {
@@ -21,6 +23,9 @@ std::string directory_of(const std::string& path) {
 
 // The largest step of the records a metrics file holds, -1 when it holds none.
 std::int64_t last_logged_step(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return -1;
+  (void)open_regular_file(path, kMaxLogFileBytes);  // a FIFO or a device is refused, not read
   std::ifstream in(path);
   std::int64_t last = -1;
   for (std::string line; std::getline(in, line);) {
@@ -44,6 +49,9 @@ MetricsLog::MetricsLog(const std::string& path) : path_(path), events_(directory
   file_ = std::fopen(path.c_str(), "a");
   if (file_ == nullptr)
     EPOCH_THROW(IoError, path, ": cannot open for writing: ", std::strerror(errno));
+  record_files(directory_of(path),
+               {std::filesystem::path(path).filename().string(),
+                std::filesystem::path(events_.path()).filename().string()});
 }
 
 MetricsLog::~MetricsLog() {

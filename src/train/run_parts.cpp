@@ -11,7 +11,9 @@
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/file_io.h"
+#include "epoch/tensor/text.h"
 #include "epoch/train/checkpoint.h"
+#include "epoch/train/config_fields.h"
 #include "epoch/train/run_dir.h"
 
 namespace epoch::train {
@@ -28,10 +30,16 @@ void write_epoch_checkpoints(const RunPaths& paths, const nn::Module& model,
                              const optim::Optimizer& optimizer,
                              std::map<std::string, std::string> metadata, std::int64_t epoch,
                              bool best, std::int64_t keep) {
+  // Each file is recorded as the run's before it is written, so a kill in between leaves
+  // nothing of the run's unrecorded.
+  const std::string dir = paths.dir.string(), epoch_name = "checkpoints/" + epoch_checkpoint_name(epoch);
+  std::vector<std::string> names{"checkpoints/last.safetensors", epoch_name};
+  if (best) names.push_back("checkpoints/best.safetensors");
+  record_files(dir, names);
   save_checkpoint(paths.last_ckpt.string(), model, &optimizer, std::move(metadata));
-  publish_copy(paths.last_ckpt.string(), (paths.ckpt_dir / epoch_checkpoint_name(epoch)).string());
+  publish_copy(paths.last_ckpt.string(), (paths.dir / epoch_name).string());
   if (best) publish_copy(paths.last_ckpt.string(), paths.best_ckpt.string());
-  prune_epoch_checkpoints(paths.dir.string(), keep);
+  prune_epoch_checkpoints(dir, keep);
 }
 
 double peak_rss_mib() {
@@ -61,9 +69,23 @@ ops::Context run_context(const RunConfig& r) {
 }
 
 void check_common_config(const TrainConfig& c) {
+  // Every stored setting goes into config.json and checkpoints, which hold UTF-8 alone.
+  for (const ConfigField& f : config_fields()) {
+    const json value = field_value(f, c);
+    const auto check = [&f](const json& v) {
+      if (v.is_string() && !valid_utf8(v.get_ref<const std::string&>()))
+        EPOCH_THROW(ConfigError, f.flag.empty() ? f.key : f.flag, " ",
+                    printable(v.get_ref<const std::string&>()),
+                    ": not valid UTF-8 (settings are stored in config.json); rename it");
+    };
+    check(value);
+    if (value.is_array())
+      for (const json& v : value) check(v);
+  }
   if (c.run.perturb != "none" && c.run.perturb != "ulp" && c.run.perturb != "order")
     EPOCH_THROW(ConfigError, "--perturb ", c.run.perturb, ": expected none, ulp or order");
-  if (c.run.epochs < 1) EPOCH_THROW(ConfigError, "--epochs must be at least 1, got ", c.run.epochs);
+  if (c.run.epochs < 1 || c.run.epochs > kMaxEpochs)
+    EPOCH_THROW(ConfigError, "--epochs must be from 1 to ", kMaxEpochs, ", got ", c.run.epochs);
   if (c.run.batch_size < 1)
     EPOCH_THROW(ConfigError, "--batch-size must be at least 1, got ", c.run.batch_size);
   if (c.run.eval_batch_size < 0) EPOCH_THROW(ConfigError, "eval batch size must be >= 0 (0: auto)");
@@ -92,10 +114,15 @@ void check_batch_fits(const TrainConfig& c, const models::ModelSpec& spec) {
 
 ResumePoint resume_point(const TrainConfig& c, const std::filesystem::path& run_dir) {
   ResumePoint r;
+  check_run_dir_allowed(run_dir.string());
   if (!c.run.resume) {
     switch (run_state(run_dir.string())) {
       case RunState::empty:
         return r;
+      case RunState::foreign:
+        EPOCH_THROW(ConfigError, "--out ", run_dir.string(), " holds files that are not an epoch run (",
+                    describe_contents(run_dir.string()),
+                    "): choose a new or empty folder");
       case RunState::started:
         EPOCH_THROW(ConfigError, run_dir.string(),
                     " holds a run that stopped before its first checkpoint: remove the folder "
@@ -105,6 +132,10 @@ ResumePoint resume_point(const TrainConfig& c, const std::filesystem::path& run_
                     " already holds a run: pass --resume to continue it or choose another --out");
     }
   }
+  if (run_state(run_dir.string()) == RunState::foreign)
+    EPOCH_THROW(ConfigError, "--resume ", run_dir.string(), ": not an epoch run (it holds ",
+                describe_contents(run_dir.string()), ")");
+  adopt_unrecorded_run(run_dir.string());
   r.checkpoint = read_last_checkpoint(run_dir.string());
   if (const std::string conflicts = resume_conflicts(stored_config(r.checkpoint), c);
       !conflicts.empty())
@@ -141,6 +172,10 @@ std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
   // The linear scaling rule scales by the global batch (every rank's samples of a step).
   sched.base_lr =
       optim::scaled_lr(c.optimizer.lr, c.schedule.lr_scaling, global_batch, c.schedule.base_batch);
+  // The step arithmetic (positions, the schedule's fraction done) stays exact in a double.
+  if (steps_per_epoch < 1 || c.run.epochs > kMaxPlannedSteps / steps_per_epoch)
+    EPOCH_THROW(ConfigError, "--epochs ", c.run.epochs, " of ", steps_per_epoch,
+                " steps each is more than the ", kMaxPlannedSteps, " steps a run can plan");
   sched.total_steps = steps_per_epoch * c.run.epochs;
   if (c.schedule.warmup_epochs > 0.0)
     sched.warmup_steps =
@@ -183,6 +218,7 @@ void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c
   cfg["epoch_version"] = EPOCH_VERSION;
   cfg["environment"] = run_environment();
   const std::string text = cfg.dump(2) + "\n";
+  record_files(run_dir.string(), {"config.json"});
   write_file_atomic((run_dir / "config.json").string(),
                     std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
                     true);

@@ -301,6 +301,11 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     EPOCH_THROW(ConfigError, "model ", c.run.model,
                 " trains in one process: data-parallel training (mpirun) is for image models");
   const bool lead = group.rank() == 0;
+  // The first collective: every rank was started with the same run (mpirun's MPMD form, a
+  // script's typo or another config file could give a rank other settings), before any size
+  // is trusted. The data's size, the steps and the parameters are compared below, once known.
+  const std::vector<dist::Setting> settings = run_settings_ranks_share(c);
+  dist::expect_same_settings(group, settings, "this training run");
   const fs::path run_dir = c.run.out_dir;
   std::error_code ec;
   if (lead && c.run.resume && !fs::is_directory(run_dir, ec))
@@ -308,6 +313,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   std::optional<RunDirLock> lock;
   ResumePoint start;
   if (lead) {
+    check_run_dir_allowed(run_dir.string());
     lock.emplace(run_dir.string());
     if (remove_orphaned_temporaries(run_dir.string()) > 0)
       warnings.warn("temporary files", "removed temporary checkpoint files a stopped run left in " +
@@ -325,7 +331,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     }
   }
   std::int64_t position[2] = {start.epoch, start.step};
-  group.broadcast(position, sizeof position);
+  group.broadcast(position, sizeof position, 0, "the resume position");
   start.epoch = position[0];
   start.step = position[1];
 
@@ -343,8 +349,15 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
     load_model_state(start.checkpoint, *run.model);
     load_optimizer_state(start.checkpoint, step.optimizer());
   }
+  std::vector<dist::Setting> job = settings;
+  job.push_back({"the training samples", std::to_string(run.n_train)});
+  job.push_back({"the validation samples", std::to_string(run.data.val->size())});
+  job.push_back({"the steps per epoch", std::to_string(run.steps_per_epoch)});
+  job.push_back({"the starting epoch and step",
+                 std::to_string(start.epoch) + ", " + std::to_string(start.step)});
   DataParallel dp(group, step, *run.model,
-                  static_cast<std::int64_t>(c.run.bucket_mib * 1024.0 * 1024.0));
+                  static_cast<std::int64_t>(c.run.bucket_mib * 1024.0 * 1024.0), std::move(job),
+                  "this training run");
   dp.broadcast_state();
   if (c.run.resume) broadcast_optimizer_state(group, step.optimizer());
   dp.check_in_sync("at the start");

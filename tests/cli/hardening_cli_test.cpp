@@ -43,7 +43,7 @@ TEST(CliHardening, ThreadCountsAreCapped) {
 TEST(CliHardening, FlagValuesGetShortMessages) {
   testing::TempDir dir;
   const CommandResult zero = run_epoch("train --epochs 0", dir);
-  expect_one_line_error(zero, 2, "--epochs: must be above 0, got 0");
+  expect_one_line_error(zero, 2, "--epochs: must be from 1 to 1000000000, got 0");
   EXPECT_LT(zero.err.size(), 120u) << zero.err;  // not the type's whole range
   expect_one_line_error(run_epoch("train --val-split nan", dir), 2, "not a finite number");
   expect_one_line_error(run_epoch("train --zoom 5", dir), 2, "from 0 to 0.99");
@@ -164,6 +164,113 @@ TEST(CliHardening, AHostileSafetensorsHeaderIsNotEchoed) {
   expect_one_line_error(r, 1, "bad.safetensors");
   EXPECT_LT(r.err.size(), 400u) << r.err;
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+}
+
+// Counts that would overflow the step arithmetic are refused as flags: the cosine schedule
+// once ended after 8 steps of --epochs 2305843009213693953 and trained on at a rate of 0.
+TEST(CliHardening, EpochCountsCannotOverflowTheSteps) {
+  testing::TempDir dir;
+  expect_one_line_error(run_epoch("train --epochs 2305843009213693953 " + kSmall, dir), 2,
+                        "--epochs");
+  expect_one_line_error(run_epoch("train --epochs 9223372036854775807 " + kSmall, dir), 2,
+                        "--epochs");
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+}
+
+// A run writes, replaces and prunes only its own files: a folder holding anything else is
+// refused, naming what is there, and nothing in it is touched.
+TEST(CliHardening, ARunNeverTouchesFilesItDidNotWrite) {
+  testing::TempDir dir;
+  const std::string d = dir / "d";
+  fs::create_directories(d + "/checkpoints");
+  std::ofstream(d + "/checkpoints/epoch-0.safetensors") << "a user's";
+  std::ofstream(d + "/checkpoints/epoch-5.safetensors") << "a user's";
+  const CommandResult r =
+      run_epoch("train --model autoencoder --epochs 2 --keep-checkpoints 1 --out " + d + " " +
+                    kSmall,
+                dir);
+  expect_one_line_error(r, 1, "holds files that are not an epoch run (checkpoints/)");
+  for (const char* name : {"epoch-0.safetensors", "epoch-5.safetensors"}) {
+    std::ifstream in(d + "/checkpoints/" + name);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "a user's") << name;
+  }
+  EXPECT_FALSE(fs::exists(d + "/.lock"));
+  const std::string page = dir / "page";
+  fs::create_directories(page);
+  std::ofstream(page + "/report.html") << "a user's page";
+  expect_one_line_error(run_epoch("train --model autoencoder --out " + page + " " + kSmall, dir),
+                        1, "report.html");
+  std::ifstream in(page + "/report.html");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "a user's page");
+
+  // In a run's own folder, a file of the run's names that it did not write is kept too.
+  const std::string run = dir / "run";
+  ASSERT_EQ(run_epoch("train --model autoencoder --epochs 1 --keep-checkpoints 1 --out " + run +
+                          " " + kSmall,
+                      dir)
+                .exit_code,
+            0);
+  std::ofstream(run + "/checkpoints/epoch-0.safetensors") << "a user's";
+  const CommandResult more = run_epoch(
+      "train --resume " + run + " --epochs 3 --keep-checkpoints 1 --quiet", dir);
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_TRUE(fs::exists(run + "/checkpoints/epoch-0.safetensors"));
+  EXPECT_TRUE(fs::exists(run + "/checkpoints/epoch-3.safetensors"));
+  EXPECT_FALSE(fs::exists(run + "/checkpoints/epoch-1.safetensors"));
+  EXPECT_FALSE(fs::exists(run + "/checkpoints/epoch-2.safetensors"));
+}
+
+TEST(CliHardening, TheRootAndHomeFoldersAreNotRunFolders) {
+  testing::TempDir dir;
+  expect_one_line_error(run_epoch("train --model autoencoder --out / " + kSmall, dir), 1,
+                        "--out /: the root folder cannot be a run folder");
+  const std::string home = dir / "home";
+  fs::create_directories(home);
+  expect_one_line_error(
+      run_epoch("train --model autoencoder --out " + home + " " + kSmall, dir, "HOME=" + home), 1,
+      "the home folder cannot be a run folder");
+  EXPECT_FALSE(fs::exists(home + "/.lock"));
+}
+
+TEST(CliHardening, AFailedRunLeavesNoFolderBehind) {
+  testing::TempDir dir;
+  const std::string out = dir / "new/run";
+  const CommandResult r = run_epoch(
+      "train --model catdog --data " + (dir / "missing") + " --out " + out + " --quiet", dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "new")) << "a folder holding only .lock was left";
+}
+
+TEST(CliHardening, AnOptionBeforeTheCommandIsNamed) {
+  testing::TempDir dir;
+  const CommandResult r = run_epoch("--bogus", dir);
+  expect_one_line_error(r, 2, "unknown option '--bogus'");
+  EXPECT_NE(r.err.find("train"), std::string::npos) << r.err;
+  EXPECT_EQ(run_epoch("--version", dir).exit_code, 0);
+}
+
+// A class folder whose name is not UTF-8 cannot go into config.json: one line naming it, its
+// bad bytes shown as \xNN, instead of an internal error from the JSON library.
+TEST(CliHardening, AClassFolderNameThatIsNotUtf8IsNamed) {
+  testing::TempDir dir;
+  const std::string data = dir / "images";
+  for (const std::string cls : {std::string("ok"), std::string("bad\xff\xfename")}) {
+    fs::create_directories(data + "/" + cls);
+    for (int i = 0; i < 4; ++i)
+      data::write_png(data + "/" + cls + "/img" + std::to_string(i) + ".png",
+                      data::Image{12, 12, 3, std::vector<std::uint8_t>(12 * 12 * 3, 90)});
+  }
+  const CommandResult r = run_epoch("train --model catdog --data " + data +
+                                        " --val-split 0.25 --epochs 1 --threads 1 --out " +
+                                        (dir / "run"),
+                                    dir);
+  expect_one_line_error(r, 1, "bad\\xff\\xfename");
+  EXPECT_NE(r.err.find("not valid UTF-8"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  const CommandResult path = run_epoch(
+      "train --model autoencoder --data " + (dir / "x\xff") + " --out " + (dir / "run2"), dir);
+  expect_one_line_error(path, 1, "--data");
+  EXPECT_NE(path.err.find("\\xff"), std::string::npos) << path.err;
 }
 
 }  // namespace

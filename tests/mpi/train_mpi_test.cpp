@@ -3,12 +3,17 @@
 // alone writes; a rank that fails or is killed ends the whole job quickly, and the last
 // checkpoint resumes to the bits of an uninterrupted run.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli_testing.h"
@@ -130,10 +135,10 @@ TEST(DataParallel, ARankThatFailsEndsTheJobNamingIt) {
   TempDir dir;
   const std::string good = "train --model autoencoder --data synthetic --epochs 1 --quiet --out " +
                            std::string(dir / "run");
-  // Two programs in one job: rank 1 is given data that does not exist.
-  const std::string cmd = good + " : -np 1 " + std::string(EPOCH_TEST_BINARY) +
-                          " train --model autoencoder --data " + std::string(dir / "missing") +
-                          " --epochs 1 --quiet --out " + std::string(dir / "run");
+  // Two programs in one job: rank 1 is given a device that does not exist (a setting each rank
+  // may choose for itself, so the ranks agree on the run and rank 1 fails on its own).
+  const std::string cmd = good + " : -np 1 " + std::string(EPOCH_TEST_BINARY) + " " + good +
+                          " --device cuda:7";
   const auto start = std::chrono::steady_clock::now();
   const CommandResult r = run_job(1, cmd, dir, 60);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -141,7 +146,80 @@ TEST(DataParallel, ARankThatFailsEndsTheJobNamingIt) {
   EXPECT_NE(r.exit_code, 124) << "the job hung";
   EXPECT_LT(s, 30.0);
   EXPECT_NE(r.err.find("epoch: error (rank 1 of 2)"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cuda:7"), std::string::npos) << r.err;
+}
+
+// Ranks started with different settings (mpirun's MPMD form, a script's typo, another config
+// file): the job ends on every rank within seconds, before any collective trusts a size, with
+// one line from rank 0 naming the setting, the ranks and both values.
+struct Disagreement {
+  std::string rank1_args;  // what rank 1 adds to (or runs instead of) rank 0's command
+  std::string named;       // the setting the line must name
+  bool replaces = false;   // rank1_args is a whole command of its own
+};
+
+class RanksDisagree : public ::testing::TestWithParam<Disagreement> {};
+
+TEST_P(RanksDisagree, EndTheJobWithOneLineNamingTheSetting) {
+  const Disagreement& d = GetParam();
+  TempDir dir;
+  const std::string run = dir / "run";
+  const std::string base =
+      "train --model autoencoder --data synthetic --synthetic-count 256 --limit-test 64 "
+      "--epochs 1 --threads 1 --batch-size 32 --quiet --out " + run;
+  const std::string other = d.replaces ? d.rank1_args : base + " " + d.rank1_args;
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult r =
+      run_job(1, base + " : -np 1 " + std::string(EPOCH_TEST_BINARY) + " " + other, dir, 60);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "the job hung";
+  EXPECT_LT(s, 30.0);
+  const std::string line = "epoch: error: ranks disagree on " + d.named + ": rank 0 has ";
+  EXPECT_NE(r.err.find(line), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(", rank 1 has "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("ranks disagree"), r.err.rfind("ranks disagree")) << "one line: " << r.err;
+  for (const char* crash : {"Segmentation", "corrupted", "signal", "internal error", "[at "})
+    EXPECT_EQ(r.err.find(crash), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(run) / "config.json"))
+      << "nothing is written before the ranks agree";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Settings, RanksDisagree,
+    ::testing::Values(
+        Disagreement{"--model fmnist-cnn", "--model"},
+        Disagreement{"--bucket-mib 0.01", "--bucket-mib"},
+        Disagreement{"--limit-train 128", "--limit-train"},
+        Disagreement{"--batch-size 16", "--batch-size"},
+        Disagreement{"--seed 2", "--seed"},
+        Disagreement{"--epochs 2", "--epochs"},
+        Disagreement{"bench --model autoencoder --batch-size 32 --threads 1 --steps 10 --json",
+                     "the command", true}),
+    [](const ::testing::TestParamInfo<Disagreement>& info) {
+      std::string name;
+      for (char c : info.param.named)
+        if (std::isalnum(static_cast<unsigned char>(c))) name += c;
+      return name;
+    });
+
+// The reverse of the first case: the rank with the larger model is rank 1.
+TEST(DataParallel, ALargerModelOnAnotherRankIsNamedToo) {
+  TempDir dir;
+  const std::string common =
+      " --data synthetic --synthetic-count 256 --limit-test 64 --epochs 1 --threads 1 --quiet "
+      "--out " + std::string(dir / "run");
+  const CommandResult r = run_job(1,
+                                  "train --model fmnist-cnn" + common + " : -np 1 " +
+                                      std::string(EPOCH_TEST_BINARY) +
+                                      " train --model autoencoder" + common,
+                                  dir, 60);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "the job hung";
+  EXPECT_NE(r.err.find("ranks disagree on --model: rank 0 has \"fmnist-cnn\", rank 1 has "
+                       "\"autoencoder\""),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(DataParallel, AKilledRankEndsTheJobAndTheRunResumesToTheSameBits) {
@@ -304,6 +382,84 @@ TEST(Scale, MeasuresTheRankCountsAndProjects) {
 TEST(Scale, RefusesRankListsWithoutTheBaseline) {
   TempDir dir;
   expect_one_line_error(run_epoch("scale --ranks 2,4", dir), 1, "--ranks must start with 1");
+}
+
+TEST(Scale, RefusesMoreRanksThanCoresUnlessAskedToOversubscribe) {
+  TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  expect_one_line_error(run_epoch("scale --model autoencoder --ranks 1,1000", dir), 1,
+                        "--ranks 1000: more ranks than this machine's");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0)
+      << "refused before any rank starts";
+}
+
+TEST(Scale, RefusesRanksThatWouldNeedMoreMemoryThanThereIs) {
+  // Asked to oversubscribe, 1000 ranks are measured on one first: each needs tens of MiB at
+  // least, so 1000 need more than this machine has; the line says how much.
+  TempDir dir;
+  const CommandResult r = run_epoch(
+      "scale --model autoencoder --ranks 1,1000 --oversubscribe --batch-size 8 --steps 10 "
+      "--warmup 1 --json",
+      dir);
+  expect_one_line_error(r, 1, "--ranks 1000: the ranks would need about ");
+  EXPECT_NE(r.err.find("MiB each, measured on one rank"), std::string::npos) << r.err;
+}
+
+TEST(Scale, ChecksItsFlagsBeforeStartingMpirun) {
+  TempDir dir;
+  expect_one_line_error(run_epoch("scale --model autoencoder --steps 5", dir), 2, "--steps");
+  expect_one_line_error(run_epoch("scale --model autoencoder --warmup -3", dir), 2, "--warmup");
+  const CommandResult huge = run_epoch("scale --model autoencoder --bandwidth-gbps 1e308", dir);
+  expect_one_line_error(huge, 2, "--bandwidth-gbps");
+  EXPECT_LT(huge.err.size(), 200u) << huge.err;
+  expect_one_line_error(run_epoch("scale --model autoencoder --latency-us 1e300", dir), 2,
+                        "--latency-us");
+}
+
+// A signal to `epoch scale` takes its mpirun and every rank down with it, within seconds.
+TEST(Scale, ASignalTakesMpirunAndItsRanksDown) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    TempDir dir;
+    const std::string marker = "--batch-size " + std::to_string(30 + sig);  // unique per case
+    const std::string cmd = std::string("exec ") + EPOCH_TEST_BINARY +
+                            " scale --model autoencoder --ranks 1,2 --steps 100000 --warmup 0 " +
+                            marker + " --json >/dev/null 2>&1";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // ("[b]ench": the pattern does not match the shell that runs pgrep)
+    const std::string ranks = "pgrep -f '[b]ench --model autoencoder " + marker + "' >/dev/null";
+    bool started = false;
+    for (int i = 0; i < 300 && !started; ++i) {
+      started = std::system(ranks.c_str()) == 0;
+      if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(started) << "the ranks never started";
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::kill(pid, sig);
+    int status = 0;
+    bool ended = false;
+    for (int i = 0; i < 150 && !ended; ++i) {
+      ended = ::waitpid(pid, &status, WNOHANG) == pid;
+      if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!ended) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+    }
+    EXPECT_TRUE(ended) << "epoch scale outlived signal " << sig << " by 15 s";
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      gone = std::system(ranks.c_str()) != 0 &&
+             std::system(("pgrep -f '[m]pirun.*" + marker + "' >/dev/null").c_str()) != 0;
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_TRUE(gone) << "mpirun or a rank outlived epoch scale (signal " << sig << ")";
+    std::system(("pkill -9 -f '[b]ench --model autoencoder " + marker + "'").c_str());
+  }
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // write_file_atomic: writing and replacing files, no temporary files left behind, IoError naming
-// the path, and the old file untouched when a write fails; the FileDescriptor owner.
+// the path, and the old file untouched when a write fails; the FileDescriptor owner; reading
+// regular files within a bound (FIFOs, devices and folders refused at once).
 #include "epoch/tensor/file_io.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -204,6 +207,38 @@ TEST(FileIo, FileDescriptorClosesOnceAndMoves) {
   EXPECT_EQ(d.get(), -1);
   EXPECT_GE(::fcntl(d_raw, F_GETFD), 0);  // released, so still open
   ::close(d_raw);
+}
+
+// Reading a whole file: only a regular file within the bound is read; anything else (a
+// FIFO, /dev/zero, a folder, a missing file, too many bytes) is one IoError naming the file and
+// what it is, at once (a FIFO without a writer never blocks).
+TEST(FileIo, ReadsOnlyRegularFilesWithinTheirBound) {
+  testing::TempDir dir;
+  const std::string text = dir / "a.json";
+  std::ofstream(text) << "{\"x\": 1}";
+  EXPECT_EQ(read_text_file(text, 100), "{\"x\": 1}");
+  EXPECT_EQ(read_regular_file(text, 8).size(), 8u) << "exactly at the bound";
+  const std::string big = io_error_of([&] { (void)read_text_file(text, 7); });
+  EXPECT_NE(big.find(text + ": is 8 bytes, more than the 7 bytes"), std::string::npos) << big;
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string f = io_error_of([&] { (void)read_text_file(fifo, 1 << 20); });
+  EXPECT_NE(f.find(fifo + ": is a FIFO, not a regular file"), std::string::npos) << f;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  const std::string zero = io_error_of([] { (void)read_regular_file("/dev/zero", 1 << 20); });
+  EXPECT_NE(zero.find("/dev/zero: is a character device"), std::string::npos) << zero;
+  const std::string folder = io_error_of([&] { (void)read_text_file(dir.path(), 1 << 20); });
+  EXPECT_NE(folder.find(": is a directory, not a file"), std::string::npos) << folder;
+  const std::string missing = io_error_of([&] { (void)read_text_file(dir / "none", 1 << 20); });
+  EXPECT_NE(missing.find("none: no such file"), std::string::npos) << missing;
+  std::uint64_t size = 0;
+  const FileDescriptor fd = open_regular_file(text, 100, &size);
+  EXPECT_GE(fd.get(), 0);
+  EXPECT_EQ(size, 8u);
+  EXPECT_EQ(describe_bytes(17), "17 bytes");
+  EXPECT_EQ(describe_bytes(5'200'000'000), "5.2 GB");
+  EXPECT_EQ(describe_bytes(64ull << 20), "67 MB");
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ struct ComputeBenchResult {
   double comm_hidden_fraction = 1.0;     // of the timed steps' communication, hidden by backward
   std::int64_t comm_bytes_per_step = 0;
   std::vector<std::int64_t> bucket_counts;  // the gradient buckets' floats, in order
+  double peak_rss_mib = 0.0;                // this process's peak resident memory
   nlohmann::json to_json() const;
 };
 

@@ -8,7 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "epoch/tensor/error.h"
+
 namespace epoch::dist {
+
+/// Ranks started with settings that must match and do not (a different --model, --batch-size,
+/// data, ...). Every rank throws the same one, with the same line, at the same point, so rank
+/// 0 alone needs to report it.
+class RanksDisagree : public ConfigError {
+  using ConfigError::ConfigError;
+};
 
 /// True when an MPI launcher started this process (its environment names a rank: Open MPI's
 /// OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, Slurm's PMI_SIZE with SLURM_STEP_ID, ...).
@@ -32,13 +41,17 @@ class ProcessGroup {
   /// The MPI library, e.g. "Open MPI v4.1.4" ("" without MPI).
   std::string library() const;
 
-  /// data (bytes) from `root` to every rank.
-  void broadcast(void* data, std::int64_t bytes, int root = 0);
+  /// data (bytes) from `root` to every rank. The ranks' byte counts are compared first
+  /// (RanksDisagree naming `what` on every rank when they differ): a size is checked, never
+  /// trusted, so a rank's buffer is never overrun.
+  void broadcast(void* data, std::int64_t bytes, int root = 0, const char* what = "a broadcast");
   /// In place: the element-wise sum over ranks (the same bits on every rank).
   void all_reduce_sum(float* data, std::int64_t n);
   void all_reduce_sum(double* data, std::int64_t n);
   /// Every rank's value, in rank order.
   std::vector<std::uint64_t> all_gather(std::uint64_t value);
+  /// Every rank's text, in rank order (the lengths are exchanged first: they may differ).
+  std::vector<std::string> all_gather(const std::string& text);
   void barrier();
   /// Ends every rank of the job with `code` (MPI_Abort); a group of one just exits.
   [[noreturn]] void abort(int code);
@@ -53,6 +66,20 @@ class ProcessGroup {
   bool mpi_ = false;
   std::string host_;
 };
+
+/// One setting every rank must hold alike: its name for messages (a flag such as
+/// "--batch-size", or a fact such as "parameters") and its value as text.
+struct Setting {
+  std::string name, value;
+};
+
+/// Compares every rank's settings with rank 0's; the first collective of a distributed
+/// command, so no other collective runs on ranks that disagree. Throws RanksDisagree on every
+/// rank, the same line: "ranks disagree on --batch-size: rank 0 has 32, rank 1 has 64 (every
+/// rank must run <what> alike)", naming the first setting that differs (a rank with other
+/// settings altogether, say another command, is named as such).
+void expect_same_settings(ProcessGroup& group, const std::vector<Setting>& settings,
+                          const std::string& what);
 
 /// A 64-bit hash of `bytes` bytes (word-wise multiply-xor), cheap enough for every step.
 std::uint64_t checksum(const void* data, std::int64_t bytes);

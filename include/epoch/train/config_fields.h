@@ -8,6 +8,7 @@
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct ConfigField {
   bool resume_may_change = false;    // a resumed run may give another value
   bool show_default = false;         // the flag's help shows the default
   bool is_switch = false;            // the flag takes no value (given: true)
+  bool ranks_may_differ = false;     // data-parallel ranks may hold other values (threads, ...)
 };
 
 /// The table, in the order `epoch train --help` lists the flags.
@@ -62,6 +64,10 @@ nlohmann::json config_to_json(const TrainConfig& config);
 /// keep their defaults; ConfigError naming the key for a wrong type, a value out of bounds, an
 /// unknown choice or an unknown key.
 TrainConfig config_from_json(const nlohmann::json& j);
+
+/// The fields every data-parallel rank must hold alike (all but those marked
+/// ranks_may_differ), as (flag or key, value as JSON text) pairs in the table's order.
+std::vector<std::pair<std::string, std::string>> fields_ranks_share(const TrainConfig& config);
 
 /// One field's value as JSON (for messages and comparisons).
 nlohmann::json field_value(const ConfigField& field, const TrainConfig& config);

@@ -8,15 +8,22 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "epoch/dist/gradient_averager.h"
 #include "epoch/dist/nccl_averager.h"
 #include "epoch/dist/process_group.h"
 #include "epoch/nn/module.h"
 #include "epoch/train/evaluate.h"
+#include "epoch/train/trainer.h"
 #include "epoch/train/step.h"
 
 namespace epoch::train {
+
+/// The settings of a training run every rank must share (train/config_fields.h's fields but
+/// those marked ranks_may_differ, the device's kind and the command), for DataParallel's
+/// check.
+std::vector<dist::Setting> run_settings_ranks_share(const TrainConfig& c);
 
 /// Communication over an epoch (CommTimes summed).
 struct CommTotals {
@@ -26,8 +33,14 @@ struct CommTotals {
 
 class DataParallel {
  public:
-  /// Wires `step`'s hooks to average gradients over `group` in buckets of `bucket_bytes`.
-  DataParallel(dist::ProcessGroup& group, Step& step, nn::Module& model, std::int64_t bucket_bytes);
+  /// Wires `step`'s hooks to average gradients over `group` in buckets of `bucket_bytes`,
+  /// after checking, in one exchange before any other collective of its own, that every rank
+  /// holds the same `job` (what the caller knows must match: its command and settings, the
+  /// data's size, the steps) and the same parameters, buffers and buckets (their names, shapes
+  /// and sizes). dist::RanksDisagree on every rank, naming the first setting that differs,
+  /// the ranks and their values, when one does not.
+  DataParallel(dist::ProcessGroup& group, Step& step, nn::Module& model, std::int64_t bucket_bytes,
+               std::vector<dist::Setting> job, const std::string& what);
 
   bool distributed() const { return group_.distributed(); }
   bool lead() const { return group_.rank() == 0; }

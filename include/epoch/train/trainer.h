@@ -56,6 +56,11 @@ struct InputConfig {
   data::AugmentConfig augment;                  // the model's recipe by default (recipe.h)
 };
 
+/// The most epochs a run may ask for, and the most optimizer steps it may plan (epochs x steps
+/// per epoch): positions and the schedule's arithmetic stay exact below 2^53.
+inline constexpr std::int64_t kMaxEpochs = 1'000'000'000;
+inline constexpr std::int64_t kMaxPlannedSteps = std::int64_t{1} << 53;
+
 /// How the run goes: the model, its length and batch, where it computes, its seed and
 /// determinism, what it logs and keeps, and where.
 struct RunConfig {
