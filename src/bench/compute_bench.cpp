@@ -100,7 +100,7 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
                           {"--warmup", std::to_string(c.warmup)},
                           {"--seed", std::to_string(c.seed)},
                           {"the device kind", device.is_cuda() ? "cuda" : "cpu"}},
-                         "this benchmark");
+                         "a benchmark");
   dp.broadcast_state();
   dp.set_share(c.batch_size, c.batch_size * group.size());
 

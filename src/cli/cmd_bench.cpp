@@ -437,7 +437,7 @@ int run_bench(const BenchOptions& o) {
                                {{"the command", "epoch bench (all-reduce timing)"},
                                 {"--allreduce-bytes", listed(o.allreduce_bytes)},
                                 {"--allreduce-buckets", listed(o.allreduce_buckets)}},
-                               "this benchmark");
+                               "a benchmark");
     json out = json::array();
     for (std::int64_t bytes : o.allreduce_bytes)
       out.push_back({{"ranks", group.size()},

@@ -113,7 +113,7 @@ void ProcessGroup::broadcast(void* data, std::int64_t bytes, int root, const cha
     if (sizes[r] != sizes[static_cast<std::size_t>(root)])
       EPOCH_THROW(RanksDisagree, "ranks disagree on the size of ", what, ": rank ", root, " sends ",
                   sizes[static_cast<std::size_t>(root)], " bytes, rank ", r, " expects ", sizes[r],
-                  " (every rank must run the same job)");
+                  " (every rank of a job must run the same program)");
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mpi_mutex());
   auto* p = static_cast<char*>(data);
@@ -309,7 +309,7 @@ void expect_same_settings(ProcessGroup& group, const std::vector<Setting>& setti
   EPOCH_THROW(RanksDisagree, "ranks disagree on ", named->name, ": rank 0 has ",
               shown(named->lead_value), listed,
               elsewhere > 0 ? "; " + std::to_string(elsewhere) + " other rank(s) differ on other settings" : "",
-              "; every rank must run ", what, " alike");
+              " (every rank of ", what, " must be given the same)");
 }
 
 void expect_same_on_every_rank(ProcessGroup& group, std::uint64_t value, const std::string& where) {

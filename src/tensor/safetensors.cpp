@@ -10,6 +10,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <span>
@@ -334,14 +335,12 @@ SafetensorsFile parse_safetensors(const Source& source, const std::string& path)
 }  // namespace
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail(path, "cannot open: " + errno_text(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) fail(path, "cannot stat: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a safetensors file");
-  if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
-  return parse_safetensors(FileSource{path, fd.get(), static_cast<std::uint64_t>(st.st_size)},
-                           path);
+  // A regular file (a FIFO is refused without waiting for a writer); its tensors are read by
+  // offset within the size found here, so no bound beyond the file's own is needed.
+  std::uint64_t size = 0;
+  const FileDescriptor fd =
+      open_regular_file(path, std::numeric_limits<std::uint64_t>::max(), &size);
+  return parse_safetensors(FileSource{path, fd.get(), size}, path);
 }
 
 SafetensorsFile load_safetensors_bytes(std::span<const std::uint8_t> bytes,

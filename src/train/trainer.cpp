@@ -305,7 +305,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   // script's typo or another config file could give a rank other settings), before any size
   // is trusted. The data's size, the steps and the parameters are compared below, once known.
   const std::vector<dist::Setting> settings = run_settings_ranks_share(c);
-  dist::expect_same_settings(group, settings, "this training run");
+  dist::expect_same_settings(group, settings, "a training run");
   const fs::path run_dir = c.run.out_dir;
   std::error_code ec;
   if (lead && c.run.resume && !fs::is_directory(run_dir, ec))
@@ -357,7 +357,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
                  std::to_string(start.epoch) + ", " + std::to_string(start.step)});
   DataParallel dp(group, step, *run.model,
                   static_cast<std::int64_t>(c.run.bucket_mib * 1024.0 * 1024.0), std::move(job),
-                  "this training run");
+                  "a training run");
   dp.broadcast_state();
   if (c.run.resume) broadcast_optimizer_state(group, step.optimizer());
   dp.check_in_sync("at the start");

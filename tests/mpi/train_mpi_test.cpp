@@ -51,6 +51,24 @@ CommandResult run_job(int np, const std::string& args, const TempDir& dir, int t
   return r;
 }
 
+// `mpirun -np N CMD` where CMD is a whole program line (MPMD contexts included).
+CommandResult run_shell_job(int np, const std::string& cmd, const TempDir& dir, int timeout_s) {
+  const std::string err_file = dir / "stderr.txt";
+  CommandResult r;
+  FILE* pipe = popen(("timeout " + std::to_string(timeout_s) + " " + mpirun(np) + cmd + " 2>" +
+                      err_file).c_str(),
+                     "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return r;
+}
+
 // The autoencoder: no dropout and no batch norm, so shards and one big batch see the same math.
 // SGD, whose step scales with the gradient (Adam's would hide a gradient summed, not averaged).
 std::string autoencoder_args(const std::string& out, std::int64_t batch) {
@@ -133,30 +151,47 @@ TEST(DataParallel, RepeatedRunsGiveTheSameBits) {
 
 TEST(DataParallel, ARankThatFailsEndsTheJobNamingIt) {
   TempDir dir;
-  const std::string good = "train --model autoencoder --data synthetic --epochs 1 --quiet --out " +
-                           std::string(dir / "run");
-  // Two programs in one job: rank 1 is given a device that does not exist (a setting each rank
-  // may choose for itself, so the ranks agree on the run and rank 1 fails on its own).
-  const std::string cmd = good + " : -np 1 " + std::string(EPOCH_TEST_BINARY) + " " + good +
-                          " --device cuda:7";
+  // Two programs in one job that agree on every setting, but --data is a relative path and
+  // rank 1 starts in a folder without it: rank 1 fails on its own, after the ranks agreed.
+  const std::filesystem::path here = dir / "here", elsewhere = dir / "elsewhere";
+  for (const char* cls : {"a", "b"}) {
+    std::filesystem::create_directories(here / "images" / cls);
+    for (int i = 0; i < 4; ++i)
+      data::write_png((here / "images" / cls / (std::to_string(i) + ".png")).string(),
+                      data::Image{28, 28, 1, std::vector<std::uint8_t>(28 * 28, 40 * i)});
+  }
+  std::filesystem::create_directories(elsewhere);
+  const std::string train = std::string(EPOCH_TEST_BINARY) +
+                            " train --model autoencoder --data images --val-split 0.25 "
+                            "--epochs 1 --threads 1 --quiet --out " + std::string(dir / "run");
+  const std::string cmd = "sh -c 'cd " + here.string() + " && exec " + train + "' : -np 1 " +
+                          "sh -c 'cd " + elsewhere.string() + " && exec " + train + "'";
   const auto start = std::chrono::steady_clock::now();
-  const CommandResult r = run_job(1, cmd, dir, 60);
+  const CommandResult r = run_shell_job(1, cmd, dir, 60);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "the job hung";
   EXPECT_LT(s, 30.0);
   EXPECT_NE(r.err.find("epoch: error (rank 1 of 2)"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("cuda:7"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("images"), std::string::npos) << r.err;
 }
 
 // Ranks started with different settings (mpirun's MPMD form, a script's typo, another config
 // file): the job ends on every rank within seconds, before any collective trusts a size, with
 // one line from rank 0 naming the setting, the ranks and both values.
 struct Disagreement {
-  std::string rank1_args;  // what rank 1 adds to (or runs instead of) rank 0's command
-  std::string named;       // the setting the line must name
-  bool replaces = false;   // rank1_args is a whole command of its own
+  std::string flag, value;  // rank 1's value of one setting (flag "": rank 1 runs `value`)
+  std::string named;        // the setting the line must name
 };
+
+// The common command with `flag` given `value` instead.
+std::string with_setting(const std::string& base, const std::string& flag, const std::string& value) {
+  if (flag.empty()) return value;
+  const std::size_t at = base.find(" " + flag + " ");
+  if (at == std::string::npos) return base + " " + flag + " " + value;
+  const std::size_t from = at + flag.size() + 2, to = base.find(' ', from);
+  return base.substr(0, from) + value + (to == std::string::npos ? "" : base.substr(to));
+}
 
 class RanksDisagree : public ::testing::TestWithParam<Disagreement> {};
 
@@ -167,7 +202,7 @@ TEST_P(RanksDisagree, EndTheJobWithOneLineNamingTheSetting) {
   const std::string base =
       "train --model autoencoder --data synthetic --synthetic-count 256 --limit-test 64 "
       "--epochs 1 --threads 1 --batch-size 32 --quiet --out " + run;
-  const std::string other = d.replaces ? d.rank1_args : base + " " + d.rank1_args;
+  const std::string other = with_setting(base, d.flag, d.value);
   const auto start = std::chrono::steady_clock::now();
   const CommandResult r =
       run_job(1, base + " : -np 1 " + std::string(EPOCH_TEST_BINARY) + " " + other, dir, 60);
@@ -188,14 +223,15 @@ TEST_P(RanksDisagree, EndTheJobWithOneLineNamingTheSetting) {
 INSTANTIATE_TEST_SUITE_P(
     Settings, RanksDisagree,
     ::testing::Values(
-        Disagreement{"--model fmnist-cnn", "--model"},
-        Disagreement{"--bucket-mib 0.01", "--bucket-mib"},
-        Disagreement{"--limit-train 128", "--limit-train"},
-        Disagreement{"--batch-size 16", "--batch-size"},
-        Disagreement{"--seed 2", "--seed"},
-        Disagreement{"--epochs 2", "--epochs"},
-        Disagreement{"bench --model autoencoder --batch-size 32 --threads 1 --steps 10 --json",
-                     "the command", true}),
+        Disagreement{"--model", "fmnist-cnn", "--model"},
+        Disagreement{"--bucket-mib", "0.01", "--bucket-mib"},
+        Disagreement{"--limit-train", "128", "--limit-train"},
+        Disagreement{"--batch-size", "16", "--batch-size"},
+        Disagreement{"--seed", "2", "--seed"},
+        Disagreement{"--epochs", "2", "--epochs"},
+        Disagreement{"--determinism", "strict", "--determinism"},
+        Disagreement{"", "bench --model autoencoder --batch-size 32 --threads 1 --steps 10 --json",
+                     "the command"}),
     [](const ::testing::TestParamInfo<Disagreement>& info) {
       std::string name;
       for (char c : info.param.named)

@@ -3,6 +3,7 @@
 #include "epoch/tensor/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -166,8 +167,12 @@ TEST_F(SafetensorsTest, ReadsAFileWrittenByHandInAnotherOrder) {
 }
 
 TEST_F(SafetensorsTest, MissingShortAndAbsurdFiles) {
-  expect_load_error(path("nope.safetensors"), "cannot open");
+  expect_load_error(path("nope.safetensors"), "no such file");
   expect_load_error(dir_.string(), "directory");
+  // Neither a FIFO (without a writer: never waited for) nor a device is read.
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  expect_load_error(path("fifo"), "is a FIFO, not a regular file");
+  expect_load_error("/dev/zero", "is a character device");
   write_bytes(path("f"), "");
   expect_load_error(path("f"), "shorter than the 8-byte");
   write_bytes(path("f"), "abcdefg");

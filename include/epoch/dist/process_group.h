@@ -76,8 +76,8 @@ struct Setting {
 /// Compares every rank's settings with rank 0's; the first collective of a distributed
 /// command, so no other collective runs on ranks that disagree. Throws RanksDisagree on every
 /// rank, the same line: "ranks disagree on --batch-size: rank 0 has 32, rank 1 has 64 (every
-/// rank must run <what> alike)", naming the first setting that differs (a rank with other
-/// settings altogether, say another command, is named as such).
+/// rank of <what> must be given the same)", naming the first setting that differs (a rank
+/// running another command differs on "the command").
 void expect_same_settings(ProcessGroup& group, const std::vector<Setting>& settings,
                           const std::string& what);
 
