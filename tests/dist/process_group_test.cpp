@@ -88,6 +88,51 @@ TEST(ProcessGroup, SameValuesPassAndDifferentOnesNameTheRanks) {
   }
 }
 
+TEST(ProcessGroup, GathersTextsOfDifferentLengths) {
+  const std::string mine(static_cast<std::size_t>(group().rank()) * 3, 'a' + group().rank());
+  const std::vector<std::string> all = group().all_gather(mine);
+  ASSERT_EQ(static_cast<int>(all.size()), group().size());
+  for (int k = 0; k < group().size(); ++k)
+    EXPECT_EQ(all[static_cast<std::size_t>(k)],
+              std::string(static_cast<std::size_t>(k) * 3, static_cast<char>('a' + k)));
+}
+
+// Every rank gets the same verdict, so no rank goes on into a collective the others left.
+TEST(ProcessGroup, SettingsThatDifferAreNamedOnEveryRank) {
+  const std::vector<Setting> same{{"--model", "autoencoder"}, {"--batch-size", "32"}};
+  EXPECT_NO_THROW(expect_same_settings(group(), same, "a test"));
+  if (!group().distributed()) return;
+  const int last = group().size() - 1;
+  std::vector<Setting> mine = same;
+  if (group().rank() == last) mine[1].value = "64";
+  try {
+    expect_same_settings(group(), mine, "a test");
+    FAIL() << "no error on rank " << group().rank();
+  } catch (const RanksDisagree& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ranks disagree on --batch-size: rank 0 has 32, rank " +
+                        std::to_string(last) + " has 64"),
+              std::string::npos)
+        << what;
+  }
+  // A setting one rank lacks, and values with separators of every kind in them.
+  std::vector<Setting> odd{{"a:b", "1:2"}, {"x", std::string("\0:9", 3)}};
+  if (group().rank() == last) odd.push_back({"extra", "yes"});
+  try {
+    expect_same_settings(group(), odd, "a test");
+    FAIL() << "no error on rank " << group().rank();
+  } catch (const RanksDisagree& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks disagree on extra: rank 0 has (not set)"),
+              std::string::npos)
+        << e.what();
+  }
+  // A broadcast whose sizes differ is refused on every rank before any byte moves.
+  std::vector<char> buffer(group().rank() == last ? 16 : 8);
+  EXPECT_THROW(group().broadcast(buffer.data(), static_cast<std::int64_t>(buffer.size()), 0,
+                                 "the test buffer"),
+               RanksDisagree);
+}
+
 // Weighted shares sum to the global mean: rank r holds the mean gradient of its share.
 TEST(GradientAverager, GivesTheWeightedSumOfEveryRanksBuckets) {
   const int n = group().size(), r = group().rank();
