@@ -182,11 +182,14 @@ TEST(Trainer, ALockedRunDirectoryIsRefused) {
 TEST(Trainer, ARunWithoutCheckpointIsNeitherOverwrittenNorResumed) {
   testing::TempDir dir;
   std::filesystem::create_directories(dir / "run");
+  // Metrics alone are not a run's (a run writes config.json first): not resumed either.
   std::ofstream(dir / "run/metrics.jsonl") << R"({"kind":"step","step":4})"
                                            << "\n";
-  EXPECT_THROW(train(small_config(dir / "run"), stdout), ConfigError);
   TrainConfig resume = small_config(dir / "run");
   resume.run.resume = true;
+  EXPECT_THROW(train(resume, stdout), ConfigError);
+  std::ofstream(dir / "run/config.json") << "{}\n";
+  EXPECT_THROW(train(small_config(dir / "run"), stdout), ConfigError);
   try {
     train(resume, stdout);
     FAIL() << "resumed a run without a checkpoint";
