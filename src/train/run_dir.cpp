@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,8 +35,17 @@ RunDirLock::RunDirLock(const std::string& dir) : dir_(dir) {
   if (ec) EPOCH_THROW(IoError, dir, ": cannot create: ", ec.message());
   created_.assign(missing.rbegin(), missing.rend());
   const std::string path = (fs::path(dir) / ".lock").string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // (never through a link, nor into anything but a regular file: the pid is written into it)
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd_ < 0 && errno == ELOOP)
+    EPOCH_THROW(IoError, path, ": is a link, not a run's lock file (epoch writes its pid there)");
   if (fd_ < 0) EPOCH_THROW(IoError, path, ": cannot open: ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    EPOCH_THROW(IoError, path, ": is not a regular file (a run's lock file is epoch's own)");
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char holder[32] = {};

@@ -36,6 +36,16 @@ TEST(RunDir, ASecondHolderIsRefusedAndAStaleLockIsTakenOver) {
   EXPECT_NO_THROW(RunDirLock again(run));
 }
 
+TEST(RunDir, ALockFileThatIsALinkIsNotWrittenThrough) {
+  testing::TempDir dir;
+  std::ofstream(dir / "precious.txt") << "a user's";
+  fs::create_directories(dir / "run");
+  fs::create_symlink(dir / "precious.txt", dir / "run/.lock");
+  EXPECT_THROW(RunDirLock lock(dir / "run"), IoError);
+  std::ifstream in(dir / "precious.txt");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "a user's");
+}
+
 TEST(RunDir, StateSeesRunsWithoutCheckpoints) {
   testing::TempDir dir;
   const std::string run = dir / "run";
