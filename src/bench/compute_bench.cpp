@@ -94,6 +94,7 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   dist::ProcessGroup& group = dist::ProcessGroup::world();
   train::DataParallel dp(group, train_step, *model, train::kDefaultBucketBytes,
                          {{"the command", "epoch bench"},
+                          {"the epoch version", EPOCH_VERSION},
                           {"--model", c.model},
                           {"--batch-size", std::to_string(c.batch_size)},
                           {"--steps", std::to_string(c.steps)},

@@ -425,19 +425,6 @@ int run_bench(const BenchOptions& o) {
                 "or add --pipeline");
   if (!o.allreduce_bytes.empty() || !o.allreduce_buckets.empty()) {  // for `epoch scale`
     dist::ProcessGroup& group = dist::ProcessGroup::world();
-    const auto listed = [](const std::vector<std::int64_t>& v) {
-      std::string text;
-      for (std::int64_t x : v) {
-        if (!text.empty()) text += ',';
-        text += std::to_string(x);
-      }
-      return text;
-    };
-    dist::expect_same_settings(group,
-                               {{"the command", "epoch bench (all-reduce timing)"},
-                                {"--allreduce-bytes", listed(o.allreduce_bytes)},
-                                {"--allreduce-buckets", listed(o.allreduce_buckets)}},
-                               "a benchmark");
     json out = json::array();
     for (std::int64_t bytes : o.allreduce_bytes)
       out.push_back({{"ranks", group.size()},
@@ -588,6 +575,24 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     check_list<std::int64_t>(o->batch_sizes, "--batch-size", 1);
     check_list<int>(o->threads, "--threads", 0);
     check_list<int>(o->workers, "--workers", -1);
+    // Under mpirun every rank runs the same measurements (each a collective): the whole
+    // command line must match, its sweeps included, before the first of them.
+    dist::ProcessGroup& group = dist::ProcessGroup::world();
+    if (group.distributed()) {
+      std::string flags;  // one line: "model=...; steps=...; ..."
+      for (const char c : cmd->config_to_str(true, false)) {
+        if (c != '\n') {
+          flags += c;
+        } else if (!flags.empty()) {
+          flags += "; ";
+        }
+      }
+      dist::expect_same_settings(group,
+                                 {{"the command", "epoch bench"},
+                                  {"the epoch version", EPOCH_VERSION},
+                                  {"the bench flags", flags}},
+                                 "a benchmark");
+    }
     exit_code = run_bench(*o);
   });
 }

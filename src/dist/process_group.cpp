@@ -246,11 +246,17 @@ std::optional<std::vector<Setting>> decode_settings(const std::string& text) {
   return out;
 }
 
-/// A value for a message: quoted when empty or long ones cut.
-std::string shown(const std::string& value) {
+/// A value for a message, "(none)" when empty; a long one cut to the part around where it
+/// first differs from `other`.
+std::string shown(const std::string& value, const std::string& other) {
   if (value.empty()) return "(none)";
-  if (value.size() > 80) return value.substr(0, 77) + "...";
-  return value;
+  constexpr std::size_t kLong = 80, kBefore = 24, kWindow = 60;
+  if (value.size() <= kLong) return value;
+  std::size_t at = 0;
+  while (at < value.size() && at < other.size() && value[at] == other[at]) ++at;
+  const std::size_t from = at > kBefore ? at - kBefore : 0;
+  return (from > 0 ? "..." : "") + value.substr(from, kWindow) +
+         (from + kWindow < value.size() ? "..." : "");
 }
 
 }  // namespace
@@ -304,10 +310,11 @@ void expect_same_settings(ProcessGroup& group, const std::vector<Setting>& setti
   std::string listed;
   constexpr std::size_t kNamed = 4;
   for (std::size_t i = 0; i < ranks.size() && i < kNamed; ++i)
-    listed += ", rank " + std::to_string(ranks[i].first) + " has " + shown(ranks[i].second);
+    listed += ", rank " + std::to_string(ranks[i].first) + " has " +
+              shown(ranks[i].second, named->lead_value);
   if (ranks.size() > kNamed) listed += " (and " + std::to_string(ranks.size() - kNamed) + " more)";
   EPOCH_THROW(RanksDisagree, "ranks disagree on ", named->name, ": rank 0 has ",
-              shown(named->lead_value), listed,
+              shown(named->lead_value, ranks.empty() ? "" : ranks[0].second), listed,
               elsewhere > 0 ? "; " + std::to_string(elsewhere) + " other rank(s) differ on other settings" : "",
               " (every rank of ", what, " must be given the same)");
 }

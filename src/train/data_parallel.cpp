@@ -25,7 +25,9 @@ void average_by_bucket(Step& step, Averager& averager, const float& weight,
 }  // namespace
 
 std::vector<dist::Setting> run_settings_ranks_share(const TrainConfig& c) {
-  std::vector<dist::Setting> out{{"the command", "epoch train"}};
+  std::vector<dist::Setting> out{{"the command", "epoch train"},
+                                 {"the epoch version", EPOCH_VERSION},
+                                 {"--resume", c.run.resume ? "given" : "not given"}};
   for (auto& [name, value] : fields_ranks_share(c)) out.push_back({name, value});
   out.push_back({"the device kind", parse_device(c.run.device).is_cuda() ? "cuda" : "cpu"});
   return out;

@@ -239,6 +239,22 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// epoch bench sweeps: a rank with a shorter --threads list would leave the others waiting in
+// the next measurement's collectives.
+TEST(DataParallel, BenchRanksWithOtherSweepsAreNamed) {
+  TempDir dir;
+  const std::string bench = " bench --model autoencoder --batch-size 16 --steps 10 --json ";
+  const CommandResult r = run_job(1,
+                                  bench + "--threads 1,2 : -np 1 " +
+                                      std::string(EPOCH_TEST_BINARY) + bench + "--threads 1",
+                                  dir, 60);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "the job hung";
+  EXPECT_NE(r.err.find("ranks disagree on the bench flags: rank 0 has "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("threads=[1, 2]"), std::string::npos) << r.err;
+}
+
 // The reverse of the first case: the rank with the larger model is rank 1.
 TEST(DataParallel, ALargerModelOnAnotherRankIsNamedToo) {
   TempDir dir;
