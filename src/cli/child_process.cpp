@@ -48,8 +48,7 @@ class SignalRoute {
 /// Ends the group led by `pid`: SIGTERM, then SIGKILL once `grace_s` has passed; reaps `pid`.
 int end_group(pid_t pid, double grace_s) {
   ::kill(-pid, SIGTERM);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
   int status = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     if (::waitpid(pid, &status, WNOHANG) == pid) {
@@ -115,7 +114,9 @@ ChildResult run_child(const std::vector<std::string>& argv, double grace_s) {
   char buf[4096];
   for (;;) {
     if (g_signal != 0) break;
-    struct pollfd p {fds[0], POLLIN, 0};
+    struct pollfd p {
+      fds[0], POLLIN, 0
+    };
     const int n = ::poll(&p, 1, 200);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) continue;
@@ -137,8 +138,7 @@ ChildResult run_child(const std::vector<std::string>& argv, double grace_s) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR)
     if (g_signal != 0) end_with_signal();
   ::kill(-pid, SIGKILL);  // nothing of the group outlives its leader
-  if (exec_failed)
-    EPOCH_THROW(IoError, "cannot start ", argv[0], ": ", std::strerror(exec_errno));
+  if (exec_failed) EPOCH_THROW(IoError, "cannot start ", argv[0], ": ", std::strerror(exec_errno));
   result.exit_code = exit_code_of(status);
   return result;
 }

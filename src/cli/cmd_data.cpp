@@ -181,10 +181,9 @@ void add_data_command(CLI::App& app, int& exit_code) {
   o->video_only.push_back(
       synth->add_option("--val-sequences", v.val_sequences,
                         "video: validation sequences (default: a quarter, >= 1)"));
-  o->video_only.push_back(
-      synth->add_option("--frames", v.frames, "video: frames per sequence")
-          ->capture_default_str()
-          ->check(in_range(1, 1e6)));
+  o->video_only.push_back(synth->add_option("--frames", v.frames, "video: frames per sequence")
+                              ->capture_default_str()
+                              ->check(in_range(1, 1e6)));
   o->video_only.push_back(
       synth->add_option("--format", v.format, "video: png or jpeg frames")->capture_default_str());
   synth->add_option("--size", o->size, "Image size WxH (default: the kind's)");

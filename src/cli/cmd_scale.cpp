@@ -119,27 +119,28 @@ int run_scale(const ScaleOptions& o) {
   json points = json::array();
   double base_ips = 0, base_step_s = 0, hidden_at_most_ranks = 1.0;
   std::int64_t grad_bytes = 0;
-  std::string buckets;  // the bucket layout's float counts, for the averager's timing
+  std::string buckets;      // the bucket layout's float counts, for the averager's timing
   double per_rank_mib = 0;  // the one-rank run's peak memory
   for (int n : o.ranks) {
     const std::int64_t b = o.strong ? o.batch_size / n : o.batch_size;
     if (n > 1 && per_rank_mib > 0) {  // the memory the ranks will need, from the one-rank run
       const double need = per_rank_mib * n, have = available_mib();
       if (!o.json)
-        std::fprintf(stderr, "epoch scale: %d ranks need about %.1f GiB (%.0f MiB each, measured "
-                     "on one rank); %.1f GiB available\n", n, need / 1024, per_rank_mib,
-                     have / 1024);
+        std::fprintf(stderr,
+                     "epoch scale: %d ranks need about %.1f GiB (%.0f MiB each, measured "
+                     "on one rank); %.1f GiB available\n",
+                     n, need / 1024, per_rank_mib, have / 1024);
       if (have > 0 && need > 0.9 * have)
         EPOCH_THROW(ConfigError, "--ranks ", n, ": the ranks would need about ",
                     std::llround(need / 1024), " GiB (", std::llround(per_rank_mib),
-                    " MiB each, measured on one rank), more than the ",
-                    std::llround(have / 1024), " GiB this machine has available");
+                    " MiB each, measured on one rank), more than the ", std::llround(have / 1024),
+                    " GiB this machine has available");
     }
-    const json r = run_ranks(o, n,
-                             {"bench", "--model", o.model, "--batch-size", std::to_string(b),
-                              "--threads", std::to_string(o.threads_per_rank), "--steps",
-                              std::to_string(o.steps), "--warmup", std::to_string(o.warmup),
-                              "--json"});
+    const json r =
+        run_ranks(o, n,
+                  {"bench", "--model", o.model, "--batch-size", std::to_string(b), "--threads",
+                   std::to_string(o.threads_per_rank), "--steps", std::to_string(o.steps),
+                   "--warmup", std::to_string(o.warmup), "--json"});
     if (n == 1) per_rank_mib = r.value("peak_rss_mib", 0.0);
     const double ips = r.value("world_size", 1) > 1 ? r["global_train_images_per_s"].get<double>()
                                                     : r["train_images_per_s"].get<double>();

@@ -315,7 +315,9 @@ void expect_same_settings(ProcessGroup& group, const std::vector<Setting>& setti
   if (ranks.size() > kNamed) listed += " (and " + std::to_string(ranks.size() - kNamed) + " more)";
   EPOCH_THROW(RanksDisagree, "ranks disagree on ", named->name, ": rank 0 has ",
               shown(named->lead_value, ranks.empty() ? "" : ranks[0].second), listed,
-              elsewhere > 0 ? "; " + std::to_string(elsewhere) + " other rank(s) differ on other settings" : "",
+              elsewhere > 0
+                  ? "; " + std::to_string(elsewhere) + " other rank(s) differ on other settings"
+                  : "",
               " (every rank of ", what, " must be given the same)");
 }
 

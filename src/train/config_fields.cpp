@@ -573,8 +573,8 @@ const ConfigField& config_field(const std::string& key) {
 std::vector<std::pair<std::string, std::string>> fields_ranks_share(const TrainConfig& config) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const ConfigField& f : config_fields())
-    if (!f.ranks_may_differ) out.emplace_back(f.flag.empty() ? f.key : f.flag,
-                                              field_value(f, config).dump());
+    if (!f.ranks_may_differ)
+      out.emplace_back(f.flag.empty() ? f.key : f.flag, field_value(f, config).dump());
   return out;
 }
 

@@ -52,15 +52,15 @@ DataParallel::DataParallel(dist::ProcessGroup& group, Step& step, nn::Module& mo
   const auto hash = [](const std::string& text) {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx",
-                  static_cast<unsigned long long>(dist::checksum(text.data(),
-                                                                 static_cast<std::int64_t>(text.size()))));
+                  static_cast<unsigned long long>(
+                      dist::checksum(text.data(), static_cast<std::int64_t>(text.size()))));
     return std::string(hex);
   };
   job.push_back({"the parameter count", std::to_string(count)});
   job.push_back({"the parameters' names and shapes", hash(parameters)});
   job.push_back({"the buffers' names and shapes", hash(buffers)});
-  job.push_back({"the gradient buckets", std::to_string(step_.buckets().size()) + " buckets, " +
-                                             hash(buckets)});
+  job.push_back({"the gradient buckets",
+                 std::to_string(step_.buckets().size()) + " buckets, " + hash(buckets)});
   dist::expect_same_settings(group_, job, what);
   const auto record = [this](const dist::CommTimes& t) {
     last_ = t;

@@ -49,9 +49,8 @@ MetricsLog::MetricsLog(const std::string& path) : path_(path), events_(directory
   file_ = std::fopen(path.c_str(), "a");
   if (file_ == nullptr)
     EPOCH_THROW(IoError, path, ": cannot open for writing: ", std::strerror(errno));
-  record_files(directory_of(path),
-               {std::filesystem::path(path).filename().string(),
-                std::filesystem::path(events_.path()).filename().string()});
+  record_files(directory_of(path), {std::filesystem::path(path).filename().string(),
+                                    std::filesystem::path(events_.path()).filename().string()});
 }
 
 MetricsLog::~MetricsLog() {

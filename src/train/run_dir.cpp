@@ -76,8 +76,7 @@ bool holds_only(const fs::path& dir, const std::string& except) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name == except) continue;
-    if (name == "checkpoints" && fs::is_directory(it->path(), ec) &&
-        fs::is_empty(it->path(), ec))
+    if (name == "checkpoints" && fs::is_directory(it->path(), ec) && fs::is_empty(it->path(), ec))
       continue;
     return false;
   }
@@ -169,8 +168,9 @@ void record_files(const std::string& dir, const std::vector<std::string>& added,
   for (const std::string& f : removed) changed = files.erase(f) > 0 || changed;
   if (!changed) return;
   const nlohmann::json j{{"format", "epoch-run-1"},
-                         {"what", "the files this epoch run wrote: the only ones it replaces or "
-                                  "removes"},
+                         {"what",
+                          "the files this epoch run wrote: the only ones it replaces or "
+                          "removes"},
                          {"files", files}};
   const std::string text = j.dump(1) + "\n";
   write_file_atomic((fs::path(dir) / kRunRecordName).string(),
@@ -182,7 +182,8 @@ void adopt_unrecorded_run(const std::string& dir) {
   std::error_code ec;
   const fs::path d = dir;
   if (fs::exists(d / kRunRecordName, ec) || !fs::exists(d / "config.json", ec)) return;
-  static const std::regex own_top(R"(config\.json|metrics\.jsonl|report\.html|events\.out\.tfevents\..+)");
+  static const std::regex own_top(
+      R"(config\.json|metrics\.jsonl|report\.html|events\.out\.tfevents\..+)");
   static const std::regex own_checkpoint(R"((last|best|epoch-[0-9]+)\.safetensors)");
   std::vector<std::string> files;
   for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec))

@@ -32,7 +32,8 @@ void write_epoch_checkpoints(const RunPaths& paths, const nn::Module& model,
                              bool best, std::int64_t keep) {
   // Each file is recorded as the run's before it is written, so a kill in between leaves
   // nothing of the run's unrecorded.
-  const std::string dir = paths.dir.string(), epoch_name = "checkpoints/" + epoch_checkpoint_name(epoch);
+  const std::string dir = paths.dir.string(),
+                    epoch_name = "checkpoints/" + epoch_checkpoint_name(epoch);
   std::vector<std::string> names{"checkpoints/last.safetensors", epoch_name};
   if (best) names.push_back("checkpoints/best.safetensors");
   record_files(dir, names);
@@ -120,8 +121,8 @@ ResumePoint resume_point(const TrainConfig& c, const std::filesystem::path& run_
       case RunState::empty:
         return r;
       case RunState::foreign:
-        EPOCH_THROW(ConfigError, "--out ", run_dir.string(), " holds files that are not an epoch run (",
-                    describe_contents(run_dir.string()),
+        EPOCH_THROW(ConfigError, "--out ", run_dir.string(),
+                    " holds files that are not an epoch run (", describe_contents(run_dir.string()),
                     "): choose a new or empty folder");
       case RunState::started:
         EPOCH_THROW(ConfigError, run_dir.string(),

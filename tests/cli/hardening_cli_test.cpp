@@ -185,10 +185,8 @@ TEST(CliHardening, ARunNeverTouchesFilesItDidNotWrite) {
   fs::create_directories(d + "/checkpoints");
   std::ofstream(d + "/checkpoints/epoch-0.safetensors") << "a user's";
   std::ofstream(d + "/checkpoints/epoch-5.safetensors") << "a user's";
-  const CommandResult r =
-      run_epoch("train --model autoencoder --epochs 2 --keep-checkpoints 1 --out " + d + " " +
-                    kSmall,
-                dir);
+  const CommandResult r = run_epoch(
+      "train --model autoencoder --epochs 2 --keep-checkpoints 1 --out " + d + " " + kSmall, dir);
   expect_one_line_error(r, 1, "holds files that are not an epoch run (checkpoints/)");
   for (const char* name : {"epoch-0.safetensors", "epoch-5.safetensors"}) {
     std::ifstream in(d + "/checkpoints/" + name);
@@ -198,8 +196,8 @@ TEST(CliHardening, ARunNeverTouchesFilesItDidNotWrite) {
   const std::string page = dir / "page";
   fs::create_directories(page);
   std::ofstream(page + "/report.html") << "a user's page";
-  expect_one_line_error(run_epoch("train --model autoencoder --out " + page + " " + kSmall, dir),
-                        1, "report.html");
+  expect_one_line_error(run_epoch("train --model autoencoder --out " + page + " " + kSmall, dir), 1,
+                        "report.html");
   std::ifstream in(page + "/report.html");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "a user's page");
 
@@ -211,8 +209,8 @@ TEST(CliHardening, ARunNeverTouchesFilesItDidNotWrite) {
                 .exit_code,
             0);
   std::ofstream(run + "/checkpoints/epoch-0.safetensors") << "a user's";
-  const CommandResult more = run_epoch(
-      "train --resume " + run + " --epochs 3 --keep-checkpoints 1 --quiet", dir);
+  const CommandResult more =
+      run_epoch("train --resume " + run + " --epochs 3 --keep-checkpoints 1 --quiet", dir);
   ASSERT_EQ(more.exit_code, 0) << more.err;
   EXPECT_TRUE(fs::exists(run + "/checkpoints/epoch-0.safetensors"));
   EXPECT_TRUE(fs::exists(run + "/checkpoints/epoch-3.safetensors"));
@@ -260,10 +258,10 @@ TEST(CliHardening, AClassFolderNameThatIsNotUtf8IsNamed) {
       data::write_png(data + "/" + cls + "/img" + std::to_string(i) + ".png",
                       data::Image{12, 12, 3, std::vector<std::uint8_t>(12 * 12 * 3, 90)});
   }
-  const CommandResult r = run_epoch("train --model catdog --data " + data +
-                                        " --val-split 0.25 --epochs 1 --threads 1 --out " +
-                                        (dir / "run"),
-                                    dir);
+  const CommandResult r =
+      run_epoch("train --model catdog --data " + data +
+                    " --val-split 0.25 --epochs 1 --threads 1 --out " + (dir / "run"),
+                dir);
   expect_one_line_error(r, 1, "bad\\xff\\xfename");
   EXPECT_NE(r.err.find("not valid UTF-8"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;

@@ -55,9 +55,9 @@ CommandResult run_job(int np, const std::string& args, const TempDir& dir, int t
 CommandResult run_shell_job(int np, const std::string& cmd, const TempDir& dir, int timeout_s) {
   const std::string err_file = dir / "stderr.txt";
   CommandResult r;
-  FILE* pipe = popen(("timeout " + std::to_string(timeout_s) + " " + mpirun(np) + cmd + " 2>" +
-                      err_file).c_str(),
-                     "r");
+  FILE* pipe = popen(
+      ("timeout " + std::to_string(timeout_s) + " " + mpirun(np) + cmd + " 2>" + err_file).c_str(),
+      "r");
   if (pipe == nullptr) return r;
   char buf[4096];
   std::size_t n = 0;
@@ -163,7 +163,8 @@ TEST(DataParallel, ARankThatFailsEndsTheJobNamingIt) {
   std::filesystem::create_directories(elsewhere);
   const std::string train = std::string(EPOCH_TEST_BINARY) +
                             " train --model autoencoder --data images --val-split 0.25 "
-                            "--epochs 1 --threads 1 --quiet --out " + std::string(dir / "run");
+                            "--epochs 1 --threads 1 --quiet --out " +
+                            std::string(dir / "run");
   const std::string cmd = "sh -c 'cd " + here.string() + " && exec " + train + "' : -np 1 " +
                           "sh -c 'cd " + elsewhere.string() + " && exec " + train + "'";
   const auto start = std::chrono::steady_clock::now();
@@ -185,7 +186,8 @@ struct Disagreement {
 };
 
 // The common command with `flag` given `value` instead.
-std::string with_setting(const std::string& base, const std::string& flag, const std::string& value) {
+std::string with_setting(const std::string& base, const std::string& flag,
+                         const std::string& value) {
   if (flag.empty()) return value;
   const std::size_t at = base.find(" " + flag + " ");
   if (at == std::string::npos) return base + " " + flag + " " + value;
@@ -201,7 +203,8 @@ TEST_P(RanksDisagree, EndTheJobWithOneLineNamingTheSetting) {
   const std::string run = dir / "run";
   const std::string base =
       "train --model autoencoder --data synthetic --synthetic-count 256 --limit-test 64 "
-      "--epochs 1 --threads 1 --batch-size 32 --quiet --out " + run;
+      "--epochs 1 --threads 1 --batch-size 32 --quiet --out " +
+      run;
   const std::string other = with_setting(base, d.flag, d.value);
   const auto start = std::chrono::steady_clock::now();
   const CommandResult r =
@@ -226,8 +229,7 @@ INSTANTIATE_TEST_SUITE_P(
         Disagreement{"--model", "fmnist-cnn", "--model"},
         Disagreement{"--bucket-mib", "0.01", "--bucket-mib"},
         Disagreement{"--limit-train", "128", "--limit-train"},
-        Disagreement{"--batch-size", "16", "--batch-size"},
-        Disagreement{"--seed", "2", "--seed"},
+        Disagreement{"--batch-size", "16", "--batch-size"}, Disagreement{"--seed", "2", "--seed"},
         Disagreement{"--epochs", "2", "--epochs"},
         Disagreement{"--determinism", "strict", "--determinism"},
         Disagreement{"", "bench --model autoencoder --batch-size 32 --threads 1 --steps 10 --json",
@@ -244,10 +246,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(DataParallel, BenchRanksWithOtherSweepsAreNamed) {
   TempDir dir;
   const std::string bench = " bench --model autoencoder --batch-size 16 --steps 10 --json ";
-  const CommandResult r = run_job(1,
-                                  bench + "--threads 1,2 : -np 1 " +
-                                      std::string(EPOCH_TEST_BINARY) + bench + "--threads 1",
-                                  dir, 60);
+  const CommandResult r = run_job(
+      1, bench + "--threads 1,2 : -np 1 " + std::string(EPOCH_TEST_BINARY) + bench + "--threads 1",
+      dir, 60);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "the job hung";
   EXPECT_NE(r.err.find("ranks disagree on the bench flags: rank 0 has "), std::string::npos)
@@ -260,12 +261,13 @@ TEST(DataParallel, ALargerModelOnAnotherRankIsNamedToo) {
   TempDir dir;
   const std::string common =
       " --data synthetic --synthetic-count 256 --limit-test 64 --epochs 1 --threads 1 --quiet "
-      "--out " + std::string(dir / "run");
-  const CommandResult r = run_job(1,
-                                  "train --model fmnist-cnn" + common + " : -np 1 " +
-                                      std::string(EPOCH_TEST_BINARY) +
-                                      " train --model autoencoder" + common,
-                                  dir, 60);
+      "--out " +
+      std::string(dir / "run");
+  const CommandResult r =
+      run_job(1,
+              "train --model fmnist-cnn" + common + " : -np 1 " + std::string(EPOCH_TEST_BINARY) +
+                  " train --model autoencoder" + common,
+              dir, 60);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "the job hung";
   EXPECT_NE(r.err.find("ranks disagree on --model: rank 0 has \"fmnist-cnn\", rank 1 has "
@@ -374,7 +376,8 @@ TEST(DataParallel, SrunTasksThatNoMpiPluginJoinedAreRefused) {
   // One task is a single process, as without Slurm.
   const CommandResult one = run_epoch(
       "train --model autoencoder --data synthetic --synthetic-count 64 --limit-test 32 "
-      "--epochs 1 --threads 1 --quiet --out " + run,
+      "--epochs 1 --threads 1 --quiet --out " +
+          run,
       dir, "SLURM_STEP_NUM_TASKS=1");
   EXPECT_EQ(one.exit_code, 0) << one.err;
 }

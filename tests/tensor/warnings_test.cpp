@@ -1,13 +1,14 @@
 // Warnings: one line each without developer locations, the first few of a kind shown and the
 // rest counted into one summary line, safe from many threads.
 #include "epoch/tensor/warnings.h"
-#include "epoch/tensor/text.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <thread>
 #include <vector>
+
+#include "epoch/tensor/text.h"
 
 namespace epoch {
 namespace {
@@ -31,7 +32,8 @@ TEST(Warnings, LocationsAreDropped) {
             "no report written: x.json: bad (line 3)");
   EXPECT_EQ(without_location("shape [check `a[0] == b[1]` failed at /b/src/ops/x.cpp:7], then"),
             "shape, then");
-  EXPECT_EQ(without_location("keep [at the start] and [at x:y]"), "keep [at the start] and [at x:y]");
+  EXPECT_EQ(without_location("keep [at the start] and [at x:y]"),
+            "keep [at the start] and [at x:y]");
 }
 
 TEST(Text, Utf8IsCheckedAndBadBytesArePrintedAsEscapes) {

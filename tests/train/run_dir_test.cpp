@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -125,15 +125,15 @@ TEST(RunDir, TheRecordListsTheRunsFiles) {
 TEST(RunDir, ARunWrittenBeforeTheRecordAdoptsItsOwnFiles) {
   testing::TempDir dir;
   fs::create_directories(dir / "checkpoints");
-  for (const char* name : {"config.json", "metrics.jsonl", "events.out.tfevents.1.h.2",
-                           "notes.txt", "checkpoints/last.safetensors",
-                           "checkpoints/epoch-3.safetensors", "checkpoints/mine.safetensors"})
+  for (const char* name : {"config.json", "metrics.jsonl", "events.out.tfevents.1.h.2", "notes.txt",
+                           "checkpoints/last.safetensors", "checkpoints/epoch-3.safetensors",
+                           "checkpoints/mine.safetensors"})
     std::ofstream(dir / name) << "x";
   adopt_unrecorded_run(dir.path());
-  EXPECT_EQ(recorded_files(dir.path()),
-            (std::set<std::string>{"config.json", "metrics.jsonl", "events.out.tfevents.1.h.2",
-                                   "checkpoints/last.safetensors",
-                                   "checkpoints/epoch-3.safetensors"}));
+  EXPECT_EQ(
+      recorded_files(dir.path()),
+      (std::set<std::string>{"config.json", "metrics.jsonl", "events.out.tfevents.1.h.2",
+                             "checkpoints/last.safetensors", "checkpoints/epoch-3.safetensors"}));
 }
 
 TEST(RunDir, OrphanedTemporariesAreRemovedAndNothingElse) {

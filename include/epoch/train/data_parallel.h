@@ -15,8 +15,8 @@
 #include "epoch/dist/process_group.h"
 #include "epoch/nn/module.h"
 #include "epoch/train/evaluate.h"
-#include "epoch/train/trainer.h"
 #include "epoch/train/step.h"
+#include "epoch/train/trainer.h"
 
 namespace epoch::train {
 
