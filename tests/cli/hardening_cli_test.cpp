@@ -252,7 +252,7 @@ TEST(CliHardening, AnOptionBeforeTheCommandIsNamed) {
 TEST(CliHardening, AClassFolderNameThatIsNotUtf8IsNamed) {
   testing::TempDir dir;
   const std::string data = dir / "images";
-  for (const std::string cls : {std::string("ok"), std::string("bad\xff\xfename")}) {
+  for (const std::string& cls : {std::string("ok"), std::string("bad\xff\xfename")}) {
     fs::create_directories(data + "/" + cls);
     for (int i = 0; i < 4; ++i)
       data::write_png(data + "/" + cls + "/img" + std::to_string(i) + ".png",
