@@ -57,12 +57,13 @@ test-tsan: deps
 	OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/data_tests \
 	  --gtest_filter='LoaderTest.*:ImageFolderTest.*' --gtest_repeat=5 --gtest_brief=1
 
-# libFuzzer runs of the parsers (JPEG/PNG, IDX, safetensors, CIFAR-10, checkpoints), built with clang,
-# ASan and UBSan in build-fuzz: FUZZ_SECONDS per target, starting from the seed corpora in
-# tests/fuzz/corpus (copied to build-fuzz/corpus/<target>, where new inputs accumulate across
-# runs). A finding stops the run and leaves its input in build-fuzz/artifacts/<target>/.
+# libFuzzer runs of the parsers (JPEG/PNG, IDX, safetensors, CIFAR-10, checkpoints, the report's
+# config.json, metrics.jsonl and study.json), built with clang, ASan and UBSan in build-fuzz:
+# FUZZ_SECONDS per target, starting from the seed corpora in tests/fuzz/corpus (copied to
+# build-fuzz/corpus/<target>, where new inputs accumulate across runs). A finding stops the run
+# and leaves its input in build-fuzz/artifacts/<target>/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors fuzz_cifar10 fuzz_checkpoint
+FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors fuzz_cifar10 fuzz_checkpoint fuzz_report
 
 fuzz: deps
 	@command -v clang++ >/dev/null || { echo "make fuzz needs clang: apt-get install clang"; exit 1; }

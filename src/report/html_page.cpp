@@ -1,19 +1,16 @@
-// The shared page, tables and JSON reading of the reports (see html_page.h).
+// The shared page, tables and cells of the reports (see html_page.h).
 #include "html_page.h"
 
-#include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <limits>
-#include <sstream>
 
 #include "epoch/report/svg_chart.h"
-#include "epoch/tensor/error.h"
 
 namespace epoch::report {
 namespace {
 
-constexpr const char* kStyle = R"(
+using nlohmann::json;
+
+constexpr Markup kStyle = R"(
 body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1000px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
@@ -31,107 +28,110 @@ svg .whisker { stroke: #555; } svg .median { stroke: #000; stroke-width: 2; }
 svg .box { opacity: 0.55; stroke: #333; } svg .dot { opacity: 0.8; }
 )";
 
-void flatten(const nlohmann::json& j, const std::string& prefix,
-             std::vector<std::vector<std::string>>& rows) {
+constexpr std::size_t kMaxListItems = 20;
+
+void flatten(const json& j, const std::string& prefix, std::vector<std::vector<Html>>& rows,
+             std::uint64_t& left_out) {
   if (j.is_object() && !j.empty()) {
     for (const auto& [key, value] : j.items())
-      flatten(value, prefix.empty() ? key : prefix + "." + key, rows);
+      flatten(value, prefix.empty() ? key : prefix + "." + key, rows, left_out);
     return;
   }
-  rows.push_back({escape_xml(prefix), cell(j)});
+  if (rows.size() >= kMaxTableRows) {
+    ++left_out;
+    return;
+  }
+  rows.push_back({Html::of_text(clipped(prefix)), cell(j)});
 }
 
 }  // namespace
 
-std::string html_page(const std::string& title, const std::string& body) {
-  std::ostringstream out;
-  // The empty icon keeps a browser from asking for favicon.ico beside the file.
-  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      << "<link rel=\"icon\" href=\"data:,\">\n<title>" << escape_xml(title) << "</title>\n<style>"
-      << kStyle << "</style>\n</head>\n<body>\n<h1>" << escape_xml(title) << "</h1>\n"
-      << body << "</body>\n</html>\n";
-  return out.str();
+std::string clipped(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t end = max_bytes;
+  // Back to the start of a UTF-8 character (not a continuation byte 10xxxxxx).
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end)) + "\xE2\x80\xA6";
 }
 
-std::string html_table(const std::vector<std::string>& header,
-                       const std::vector<std::vector<std::string>>& rows) {
-  std::ostringstream out;
-  out << "<table>\n";
+Html html_page(const std::string& title, const Html& body) {
+  // The empty icon keeps a browser from asking for favicon.ico beside the file.
+  Html page;
+  page.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+      .raw("<link rel=\"icon\" href=\"data:,\">\n<title>")
+      .text(clipped(title, 200))
+      .raw("</title>\n<style>")
+      .raw(kStyle)
+      .raw("</style>\n</head>\n<body>\n<h1>")
+      .text(clipped(title, 200))
+      .raw("</h1>\n")
+      .append(body)
+      .raw("</body>\n</html>\n");
+  return page;
+}
+
+Html html_table(const std::vector<Html>& header, const std::vector<std::vector<Html>>& rows,
+                std::uint64_t left_out) {
+  Html out;
+  out.raw("<table>\n");
   bool any_header = false;
-  for (const std::string& h : header) any_header = any_header || !h.empty();
+  for (const Html& h : header) any_header = any_header || !h.empty();
   if (any_header) {
-    out << "<tr>";
-    for (const std::string& h : header) out << "<th>" << h << "</th>";
-    out << "</tr>\n";
+    out.raw("<tr>");
+    for (const Html& h : header) out.raw("<th>").append(h).raw("</th>");
+    out.raw("</tr>\n");
   }
   for (const auto& row : rows) {
-    out << "<tr>";
-    for (const std::string& c : row) {
+    out.raw("<tr>");
+    for (const Html& c : row) {
       // Figures align right; a cell is a figure when it parses as one whole.
+      const std::string& text = c.str();
       char* end = nullptr;
-      const bool figure = !c.empty() && (std::strtod(c.c_str(), &end), *end == '\0');
-      out << (figure ? "<td class=\"num\">" : "<td>") << c << "</td>";
+      const bool figure = !text.empty() && (std::strtod(text.c_str(), &end), *end == '\0');
+      (figure ? out.raw("<td class=\"num\">") : out.raw("<td>")).append(c).raw("</td>");
     }
-    out << "</tr>\n";
+    out.raw("</tr>\n");
   }
-  out << "</table>\n";
-  return out.str();
+  out.raw("</table>\n");
+  if (left_out > 0)
+    out.append(note(std::to_string(left_out) + " more rows not shown (a report shows " +
+                    std::to_string(kMaxTableRows) + ")."));
+  return out;
 }
 
-std::string json_table(const nlohmann::json& object) {
-  std::vector<std::vector<std::string>> rows;
-  flatten(object, "", rows);
-  return html_table({"setting", "value"}, rows);
+Html json_table(const json& object) {
+  std::vector<std::vector<Html>> rows;
+  std::uint64_t left_out = 0;
+  flatten(object, "", rows, left_out);
+  return html_table({Html::of_text("setting"), Html::of_text("value")}, rows, left_out);
 }
 
-std::string cell(const nlohmann::json& value) {
-  if (value.is_null()) return "";
-  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
-  if (value.is_number_integer()) return std::to_string(value.get<long long>());
-  if (value.is_number()) return format_number(value.get<double>());
-  if (value.is_string()) return escape_xml(value.get<std::string>());
+Html cell(const json& value) {
+  Html out;
+  if (value.is_null()) return out;
+  if (value.is_boolean()) return out.text(value.get<bool>() ? "true" : "false");
+  if (value.is_number_integer()) return out.text(value.dump());
+  if (value.is_number()) return out.number(value.get<double>());
+  if (value.is_string()) return out.text(clipped(value.get_ref<const std::string&>()));
   if (value.is_array()) {
-    std::string out;
-    for (const auto& v : value) out += (out.empty() ? "" : ", ") + cell(v);
+    std::size_t i = 0;
+    for (const json& v : value) {
+      if (i > 0) out.raw(", ");
+      if (i++ == kMaxListItems) return out.raw("\xE2\x80\xA6");
+      if (v.is_array() || v.is_object())
+        out.text(v.is_array() ? "[...]" : "{...}");
+      else
+        out.append(cell(v));
+    }
     return out;
   }
-  return escape_xml(value.dump());
+  return out.text(clipped(value.dump()));
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) EPOCH_THROW(IoError, path, ": cannot open (is this a run or study folder?)");
-  try {
-    nlohmann::json j = nlohmann::json::parse(in);
-    if (!j.is_object()) EPOCH_THROW(IoError, path, ": expected a JSON object");
-    return j;
-  } catch (const nlohmann::json::exception& e) {
-    EPOCH_THROW(IoError, path, ": not valid JSON (", e.what(), ")");
-  }
-}
-
-std::vector<nlohmann::json> read_json_lines(const std::string& path) {
-  std::vector<nlohmann::json> records;
-  std::ifstream in(path);
-  if (!in) return records;
-  std::string line;
-  for (std::int64_t number = 1; std::getline(in, line); ++number) {
-    if (line.empty()) continue;
-    try {
-      records.push_back(nlohmann::json::parse(line));
-    } catch (const nlohmann::json::exception&) {
-      EPOCH_THROW(IoError, path, ": line ", number, " is not a JSON record");
-    }
-    if (!records.back().is_object())
-      EPOCH_THROW(IoError, path, ": line ", number, " is not a JSON object");
-  }
-  return records;
-}
-
-double number_or_nan(const nlohmann::json& record, const char* key) {
-  const auto it = record.find(key);
-  if (it == record.end() || !it->is_number()) return std::numeric_limits<double>::quiet_NaN();
-  return it->get<double>();
+Html note(std::string_view text) {
+  Html out;
+  out.raw("<p class=\"note\">").text(text).raw("</p>\n");
+  return out;
 }
 
 }  // namespace epoch::report

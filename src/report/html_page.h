@@ -1,34 +1,45 @@
-// The frame every report shares: the page with its inline style sheet, headings, tables, and
-// the reading of the JSON files a report is drawn from.
+// The frame every report shares: the page with its inline style sheet, tables, cells and notes,
+// all written through Html (epoch/report/html.h), and the bounds that keep a page small: text
+// clipped, tables cut short with a note saying how many rows were left out.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "epoch/report/html.h"
 
 namespace epoch::report {
 
+/// The most rows a table of a report shows; a note says how many more there were.
+inline constexpr std::size_t kMaxTableRows = 500;
+/// The most bytes of one text a report shows (a cell, a name, a title); the rest is cut, "…".
+inline constexpr std::size_t kMaxTextBytes = 1000;
+
+/// `text` cut to at most `max_bytes` bytes (at a UTF-8 character boundary) and "…" added when
+/// it was longer.
+std::string clipped(std::string_view text, std::size_t max_bytes = kMaxTextBytes);
+
 /// A whole HTML document: `title` in the head and as the first heading, then `body`.
-std::string html_page(const std::string& title, const std::string& body);
+Html html_page(const std::string& title, const Html& body);
 
-/// A table: `header` cells, then rows of cells (already escaped HTML).
-std::string html_table(const std::vector<std::string>& header,
-                       const std::vector<std::vector<std::string>>& rows);
+/// A table: `header` cells (none when all are empty), then rows of cells; a cell that reads as a
+/// number whole is aligned right. `left_out` rows that were not given are named in a note.
+Html html_table(const std::vector<Html>& header, const std::vector<std::vector<Html>>& rows,
+                std::uint64_t left_out = 0);
 
-/// A two-column table of every leaf of a JSON object, keys joined by dots ("optimizer.lr").
-std::string json_table(const nlohmann::json& object);
+/// A two-column table of every leaf of a JSON object, keys joined by dots ("optimizer.lr"), at
+/// most kMaxTableRows of them.
+Html json_table(const nlohmann::json& object);
 
-/// A JSON value as table text (escaped): numbers by format_number, strings as they are.
-std::string cell(const nlohmann::json& value);
+/// A JSON value as table text: numbers by format_number (integers whole), strings clipped,
+/// lists joined by commas (their first 20 elements).
+Html cell(const nlohmann::json& value);
 
-/// The JSON object of `path`; IoError naming the file when it is missing or not JSON.
-nlohmann::json read_json_file(const std::string& path);
-
-/// Every record of a JSON-lines file; IoError naming the file and the line of a bad record.
-/// A missing file is no records (a run killed before it logged anything).
-std::vector<nlohmann::json> read_json_lines(const std::string& path);
-
-/// A record's field as a number, NaN where it is absent, null or not a number.
-double number_or_nan(const nlohmann::json& record, const char* key);
+/// A paragraph of the note style holding `text`.
+Html note(std::string_view text);
 
 }  // namespace epoch::report

@@ -1,5 +1,6 @@
 // Inline SVG charts (see svg_chart.h). Every chart is a frame of the same layout: the title and
-// the legend above, the plot area, the y ticks on the left and the x ticks below.
+// the legend above, the plot area, the y ticks on the left and the x ticks below. Everything is
+// written through Html: markup from literals, names and labels escaped, numbers formatted.
 #include "epoch/report/svg_chart.h"
 
 #include <algorithm>
@@ -7,23 +8,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
-#include <sstream>
 
 namespace epoch::report {
 namespace {
 
 // Colours told apart by people with the common colour-vision deficiencies (Okabe and Ito).
-constexpr const char* kPalette[] = {"#0072b2", "#e69f00", "#009e73", "#d55e00",
-                                    "#cc79a7", "#56b4e9", "#f0e442", "#000000"};
+constexpr Markup kPalette[] = {"#0072b2", "#e69f00", "#009e73", "#d55e00",
+                               "#cc79a7", "#56b4e9", "#f0e442", "#000000"};
 constexpr int kLeft = 72, kRight = 20, kTop = 48, kBottom = 46;
 
-const char* colour(std::size_t i) { return kPalette[i % std::size(kPalette)]; }
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+Markup colour(std::size_t i) { return kPalette[i % std::size(kPalette)]; }
 
 /// Maps data to pixels over the plot area of a width x height chart.
 struct Frame {
@@ -39,19 +33,44 @@ struct Frame {
   }
 };
 
-void open_svg(std::ostringstream& out, int width, int height, const std::string& title) {
-  out << "<svg class=\"chart\" viewBox=\"0 0 " << width << ' ' << height << "\" width=\"" << width
-      << "\" height=\"" << height << "\" role=\"img\" aria-label=\"" << escape_xml(title)
-      << "\">\n<text x=\"" << kLeft << "\" y=\"18\" class=\"title\">" << escape_xml(title)
-      << "</text>\n";
+void open_svg(Html& out, int width, int height, const std::string& title) {
+  out.raw("<svg class=\"chart\"")
+      .attr("viewBox", "0 0 " + std::to_string(width) + " " + std::to_string(height))
+      .attr("width", width)
+      .attr("height", height)
+      .attr("role", "img")
+      .attr("aria-label", title)
+      .raw(">\n<text")
+      .attr("x", kLeft)
+      .attr("y", 18)
+      .raw(" class=\"title\">")
+      .text(title)
+      .raw("</text>\n");
 }
 
-void legend(std::ostringstream& out, const std::vector<std::string>& names) {
+/// A horizontal or vertical line of the frame or the grid.
+void line(Html& out, double x1, double x2, double y1, double y2, Markup css_class) {
+  out.raw("<line")
+      .attr("x1", x1)
+      .attr("x2", x2)
+      .attr("y1", y1)
+      .attr("y2", y2)
+      .attr("class", css_class.c_str())
+      .raw("/>\n");
+}
+
+void legend(Html& out, const std::vector<std::string>& names) {
   double x = kLeft;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    out << "<rect x=\"" << fmt(x) << "\" y=\"28\" width=\"12\" height=\"10\" fill=\"" << colour(i)
-        << "\"/><text x=\"" << fmt(x + 16) << "\" y=\"37\" class=\"legend\">"
-        << escape_xml(names[i]) << "</text>\n";
+    out.raw("<rect")
+        .attr("x", x)
+        .raw(" y=\"28\" width=\"12\" height=\"10\"")
+        .attr("fill", colour(i).c_str())
+        .raw("/><text")
+        .attr("x", x + 16)
+        .raw(" y=\"37\" class=\"legend\">")
+        .text(names[i])
+        .raw("</text>\n");
     x += 30 + 6.5 * static_cast<double>(names[i].size());
   }
 }
@@ -74,35 +93,48 @@ std::vector<double> log_ticks(double lo, double hi) {
 }
 
 /// The y axis with its grid lines; `log_y` labels ticks as powers of the log10 values given.
-void y_axis(std::ostringstream& out, const Frame& f, const std::string& label, bool log_y) {
+void y_axis(Html& out, const Frame& f, const std::string& label, bool log_y) {
   for (double t : log_y ? log_ticks(f.y0, f.y1) : nice_ticks(f.y0, f.y1, 5)) {
     const double y = f.py(t);
-    out << "<line x1=\"" << kLeft << "\" x2=\"" << f.width - kRight << "\" y1=\"" << fmt(y)
-        << "\" y2=\"" << fmt(y) << "\" class=\"grid\"/><text x=\"" << kLeft - 6 << "\" y=\""
-        << fmt(y + 4) << "\" class=\"ytick\">" << format_number(log_y ? std::pow(10.0, t) : t)
-        << "</text>\n";
+    line(out, kLeft, f.width - kRight, y, y, "grid");
+    out.raw("<text")
+        .attr("x", kLeft - 6)
+        .attr("y", y + 4)
+        .raw(" class=\"ytick\">")
+        .number(log_y ? std::pow(10.0, t) : t)
+        .raw("</text>\n");
   }
-  out << "<text transform=\"translate(14," << (kTop + f.height - kBottom) / 2
-      << ") rotate(-90)\" class=\"axis\">" << escape_xml(label) << "</text>\n";
-  out << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop << "\" y2=\""
-      << f.height - kBottom << "\" class=\"frame\"/>\n";
+  out.raw("<text transform=\"translate(14,")
+      .coord((kTop + f.height - kBottom) / 2.0)
+      .raw(") rotate(-90)\" class=\"axis\">")
+      .text(label)
+      .raw("</text>\n");
+  line(out, kLeft, kLeft, kTop, f.height - kBottom, "frame");
 }
 
-void x_axis_numeric(std::ostringstream& out, const Frame& f, const std::string& label) {
-  for (double t : nice_ticks(f.x0, f.x1, 6)) {
-    out << "<text x=\"" << fmt(f.px(t)) << "\" y=\"" << f.height - kBottom + 16
-        << "\" class=\"xtick\">" << format_number(t) << "</text>\n";
-  }
-  out << "<line x1=\"" << kLeft << "\" x2=\"" << f.width - kRight << "\" y1=\""
-      << f.height - kBottom << "\" y2=\"" << f.height - kBottom << "\" class=\"frame\"/>\n";
-  out << "<text x=\"" << (kLeft + f.width - kRight) / 2 << "\" y=\"" << f.height - 8
-      << "\" class=\"axis\">" << escape_xml(label) << "</text>\n";
+void x_axis_numeric(Html& out, const Frame& f, const std::string& label) {
+  for (double t : nice_ticks(f.x0, f.x1, 6))
+    out.raw("<text")
+        .attr("x", f.px(t))
+        .attr("y", f.height - kBottom + 16)
+        .raw(" class=\"xtick\">")
+        .number(t)
+        .raw("</text>\n");
+  line(out, kLeft, f.width - kRight, f.height - kBottom, f.height - kBottom, "frame");
+  out.raw("<text")
+      .attr("x", (kLeft + f.width - kRight) / 2.0)
+      .attr("y", f.height - 8)
+      .raw(" class=\"axis\">")
+      .text(label)
+      .raw("</text>\n");
 }
 
-std::string nothing_to_draw(std::ostringstream& out, int width, int height) {
-  out << "<text x=\"" << width / 2 << "\" y=\"" << height / 2
-      << "\" class=\"axis\">nothing logged to draw</text>\n</svg>\n";
-  return out.str();
+Html nothing_to_draw(Html& out, int width, int height) {
+  out.raw("<text")
+      .attr("x", width / 2.0)
+      .attr("y", height / 2.0)
+      .raw(" class=\"axis\">nothing logged to draw</text>\n</svg>\n");
+  return out;
 }
 
 /// The y range of values (log10 of them on a log axis), widened a little so nothing sits on
@@ -119,30 +151,6 @@ void fit_y(double& lo, double& hi) {
 }
 
 }  // namespace
-
-std::string escape_xml(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string format_number(double v) {
   if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
@@ -172,8 +180,8 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
-std::string line_chart_svg(const LineChart& chart) {
-  std::ostringstream out;
+Html line_chart_svg(const LineChart& chart) {
+  Html out;
   open_svg(out, chart.width, chart.height, chart.title);
   auto value = [&](double v) {
     if (!std::isfinite(v)) return std::numeric_limits<double>::quiet_NaN();
@@ -217,25 +225,34 @@ std::string line_chart_svg(const LineChart& chart) {
     names.push_back(s.name);
     const std::size_t n = std::min(s.x.size(), s.y.size());
     if (s.low.size() == n && s.high.size() == n && n > 0) {
-      out << "<polygon class=\"band\" fill=\"" << colour(k) << "\" points=\"";
+      out.raw("<polygon class=\"band\"").attr("fill", colour(k).c_str()).raw(" points=\"");
       for (std::size_t i = 0; i < n; ++i)
-        if (std::isfinite(value(s.high[i])))
-          out << fmt(f.px(s.x[i])) << ',' << fmt(f.py(value(s.high[i]))) << ' ';
+        if (std::isfinite(value(s.high[i])) && std::isfinite(s.x[i]))
+          out.coord(f.px(s.x[i])).raw(",").coord(f.py(value(s.high[i]))).raw(" ");
       for (std::size_t i = n; i-- > 0;)
-        if (std::isfinite(value(s.low[i])))
-          out << fmt(f.px(s.x[i])) << ',' << fmt(f.py(value(s.low[i]))) << ' ';
-      out << "\"/>\n";
+        if (std::isfinite(value(s.low[i])) && std::isfinite(s.x[i]))
+          out.coord(f.px(s.x[i])).raw(",").coord(f.py(value(s.low[i]))).raw(" ");
+      out.raw("\"/>\n");
     }
     if (s.points) {
       for (std::size_t i = 0; i < n; ++i)
-        if (std::isfinite(value(s.y[i])))
-          out << "<circle cx=\"" << fmt(f.px(s.x[i])) << "\" cy=\"" << fmt(f.py(value(s.y[i])))
-              << "\" r=\"4\" fill=\"" << colour(k) << "\"><title>" << escape_xml(s.name) << ' '
-              << format_number(s.x[i]) << ": " << format_number(s.y[i]) << "</title></circle>\n";
+        if (std::isfinite(value(s.y[i])) && std::isfinite(s.x[i]))
+          out.raw("<circle")
+              .attr("cx", f.px(s.x[i]))
+              .attr("cy", f.py(value(s.y[i])))
+              .raw(" r=\"4\"")
+              .attr("fill", colour(k).c_str())
+              .raw("><title>")
+              .text(s.name)
+              .raw(" ")
+              .number(s.x[i])
+              .raw(": ")
+              .number(s.y[i])
+              .raw("</title></circle>\n");
       continue;
     }
     // A gap (a value left out) breaks the line rather than bridging it.
-    out << "<path class=\"line\" stroke=\"" << colour(k) << "\" d=\"";
+    out.raw("<path class=\"line\"").attr("stroke", colour(k).c_str()).raw(" d=\"");
     bool pen_down = false;
     for (std::size_t i = 0; i < n; ++i) {
       const double y = value(s.y[i]);
@@ -243,18 +260,18 @@ std::string line_chart_svg(const LineChart& chart) {
         pen_down = false;
         continue;
       }
-      out << (pen_down ? 'L' : 'M') << fmt(f.px(s.x[i])) << ' ' << fmt(f.py(y)) << ' ';
+      (pen_down ? out.raw("L") : out.raw("M")).coord(f.px(s.x[i])).raw(" ").coord(f.py(y)).raw(" ");
       pen_down = true;
     }
-    out << "\"/>\n";
+    out.raw("\"/>\n");
   }
   legend(out, names);
-  out << "</svg>\n";
-  return out.str();
+  out.raw("</svg>\n");
+  return out;
 }
 
-std::string box_plot_svg(const BoxPlot& plot) {
-  std::ostringstream out;
+Html box_plot_svg(const BoxPlot& plot) {
+  Html out;
   open_svg(out, plot.width, plot.height, plot.title);
   double y0 = std::numeric_limits<double>::infinity(), y1 = -y0;
   for (const Box& b : plot.boxes)
@@ -268,42 +285,57 @@ std::string box_plot_svg(const BoxPlot& plot) {
   const double n = static_cast<double>(plot.boxes.size());
   const Frame f{plot.width, plot.height, 0.0, n, y0, y1};
   y_axis(out, f, plot.y_label, false);
-  out << "<line x1=\"" << kLeft << "\" x2=\"" << plot.width - kRight << "\" y1=\""
-      << plot.height - kBottom << "\" y2=\"" << plot.height - kBottom << "\" class=\"frame\"/>\n";
+  line(out, kLeft, plot.width - kRight, plot.height - kBottom, plot.height - kBottom, "frame");
   const double slot = (plot.width - kLeft - kRight) / std::max(1.0, n);
   const double half = std::min(40.0, slot * 0.25);
   for (std::size_t k = 0; k < plot.boxes.size(); ++k) {
     const Box& b = plot.boxes[k];
     const double cx = f.px(static_cast<double>(k) + 0.5);
-    out << "<line x1=\"" << fmt(cx) << "\" x2=\"" << fmt(cx) << "\" y1=\"" << fmt(f.py(b.min))
-        << "\" y2=\"" << fmt(f.py(b.max)) << "\" class=\"whisker\"/>\n";
+    line(out, cx, cx, f.py(b.min), f.py(b.max), "whisker");
     for (double v : {b.min, b.max})
-      out << "<line x1=\"" << fmt(cx - half / 2) << "\" x2=\"" << fmt(cx + half / 2) << "\" y1=\""
-          << fmt(f.py(v)) << "\" y2=\"" << fmt(f.py(v)) << "\" class=\"whisker\"/>\n";
+      line(out, cx - half / 2, cx + half / 2, f.py(v), f.py(v), "whisker");
     // A box of no height (every value the same) is still drawn, two pixels tall.
     const double top = f.py(b.q3), bottom = f.py(b.q1);
-    out << "<rect x=\"" << fmt(cx - half) << "\" y=\"" << fmt(std::min(top, bottom - 2))
-        << "\" width=\"" << fmt(2 * half) << "\" height=\"" << fmt(std::max(2.0, bottom - top))
-        << "\" fill=\"" << colour(k) << "\" class=\"box\"><title>" << escape_xml(b.name)
-        << ": median " << format_number(b.median) << ", quartiles " << format_number(b.q1) << " to "
-        << format_number(b.q3) << "</title></rect>\n";
-    out << "<line x1=\"" << fmt(cx - half) << "\" x2=\"" << fmt(cx + half) << "\" y1=\""
-        << fmt(f.py(b.median)) << "\" y2=\"" << fmt(f.py(b.median)) << "\" class=\"median\"/>\n";
+    out.raw("<rect")
+        .attr("x", cx - half)
+        .attr("y", std::min(top, bottom - 2))
+        .attr("width", 2 * half)
+        .attr("height", std::max(2.0, bottom - top))
+        .attr("fill", colour(k).c_str())
+        .raw(" class=\"box\"><title>")
+        .text(b.name)
+        .raw(": median ")
+        .number(b.median)
+        .raw(", quartiles ")
+        .number(b.q1)
+        .raw(" to ")
+        .number(b.q3)
+        .raw("</title></rect>\n");
+    line(out, cx - half, cx + half, f.py(b.median), f.py(b.median), "median");
     for (std::size_t i = 0; i < b.values.size(); ++i) {
+      if (!std::isfinite(b.values[i])) continue;
       // Spread the dots sideways in a fixed pattern, so equal values stay visible.
       const double dx = half * 1.4 + 4.0 * static_cast<double>(i % 4);
-      out << "<circle cx=\"" << fmt(cx + dx) << "\" cy=\"" << fmt(f.py(b.values[i]))
-          << "\" r=\"3\" fill=\"" << colour(k) << "\" class=\"dot\"/>\n";
+      out.raw("<circle")
+          .attr("cx", cx + dx)
+          .attr("cy", f.py(b.values[i]))
+          .raw(" r=\"3\"")
+          .attr("fill", colour(k).c_str())
+          .raw(" class=\"dot\"/>\n");
     }
-    out << "<text x=\"" << fmt(cx) << "\" y=\"" << plot.height - kBottom + 16
-        << "\" class=\"xtick\">" << escape_xml(b.name) << "</text>\n";
+    out.raw("<text")
+        .attr("x", cx)
+        .attr("y", plot.height - kBottom + 16)
+        .raw(" class=\"xtick\">")
+        .text(b.name)
+        .raw("</text>\n");
   }
-  out << "</svg>\n";
-  return out.str();
+  out.raw("</svg>\n");
+  return out;
 }
 
-std::string stacked_bars_svg(const StackedBars& bars) {
-  std::ostringstream out;
+Html stacked_bars_svg(const StackedBars& bars) {
+  Html out;
   open_svg(out, bars.width, bars.height, bars.title);
   const std::size_t n = bars.categories.size();
   double top = 0.0;
@@ -313,11 +345,11 @@ std::string stacked_bars_svg(const StackedBars& bars) {
       if (k < p.values.size() && std::isfinite(p.values[k])) sum += std::max(0.0, p.values[k]);
     top = std::max(top, sum);
   }
-  if (n == 0 || !(top > 0.0)) return nothing_to_draw(out, bars.width, bars.height);
+  if (n == 0 || !(top > 0.0) || !std::isfinite(top))
+    return nothing_to_draw(out, bars.width, bars.height);
   const Frame f{bars.width, bars.height, 0.0, static_cast<double>(n), 0.0, top * 1.05};
   y_axis(out, f, bars.y_label, false);
-  out << "<line x1=\"" << kLeft << "\" x2=\"" << bars.width - kRight << "\" y1=\""
-      << bars.height - kBottom << "\" y2=\"" << bars.height - kBottom << "\" class=\"frame\"/>\n";
+  line(out, kLeft, bars.width - kRight, bars.height - kBottom, bars.height - kBottom, "frame");
   const double slot = (bars.width - kLeft - kRight) / static_cast<double>(n);
   const double half = std::min(36.0, slot * 0.35);
   // Category labels are thinned so that at most about 12 are written.
@@ -330,21 +362,34 @@ std::string stacked_bars_svg(const StackedBars& bars) {
       const double v = k < p.values.size() && std::isfinite(p.values[k]) ? p.values[k] : 0.0;
       if (v <= 0.0) continue;
       const double y_top = f.py(base + v), y_bottom = f.py(base);
-      out << "<rect x=\"" << fmt(cx - half) << "\" y=\"" << fmt(y_top) << "\" width=\""
-          << fmt(2 * half) << "\" height=\"" << fmt(y_bottom - y_top) << "\" fill=\"" << colour(i)
-          << "\"><title>" << escape_xml(bars.categories[k]) << ", " << escape_xml(p.name) << ": "
-          << format_number(v) << "</title></rect>\n";
+      out.raw("<rect")
+          .attr("x", cx - half)
+          .attr("y", y_top)
+          .attr("width", 2 * half)
+          .attr("height", y_bottom - y_top)
+          .attr("fill", colour(i).c_str())
+          .raw("><title>")
+          .text(bars.categories[k])
+          .raw(", ")
+          .text(p.name)
+          .raw(": ")
+          .number(v)
+          .raw("</title></rect>\n");
       base += v;
     }
     if (k % label_every == 0)
-      out << "<text x=\"" << fmt(cx) << "\" y=\"" << bars.height - kBottom + 16
-          << "\" class=\"xtick\">" << escape_xml(bars.categories[k]) << "</text>\n";
+      out.raw("<text")
+          .attr("x", cx)
+          .attr("y", bars.height - kBottom + 16)
+          .raw(" class=\"xtick\">")
+          .text(bars.categories[k])
+          .raw("</text>\n");
   }
   std::vector<std::string> names;
   for (const BarPart& p : bars.parts) names.push_back(p.name);
   legend(out, names);
-  out << "</svg>\n";
-  return out.str();
+  out.raw("</svg>\n");
+  return out;
 }
 
 }  // namespace epoch::report

@@ -75,7 +75,7 @@ TEST(RunReport, DrawsLossAccuracySpeedAndTheSettings) {
   EXPECT_NE(html.find("Loss per optimizer update"), std::string::npos);
   EXPECT_NE(html.find("Accuracy per epoch"), std::string::npos);
   EXPECT_NE(html.find("images per second"), std::string::npos);
-  EXPECT_NE(html.find("Where each step's time went"), std::string::npos);
+  EXPECT_NE(html.find("Where each step&#39;s time went"), std::string::npos);
   EXPECT_NE(html.find("optimizer.lr"), std::string::npos) << "nested settings are flattened";
   EXPECT_NE(html.find("Test CPU"), std::string::npos);
   EXPECT_NE(html.find("&lt;fashion-mnist&gt;"), std::string::npos) << "text is escaped";
@@ -116,9 +116,22 @@ TEST(RunReport, ABrokenFolderIsAnErrorNamingTheFile) {
 TEST(RunReport, ARunThatLoggedNothingStillHasAReport) {
   testing::TempDir tmp;
   write(tmp / "run/config.json", json{{"model", "mlp"}}.dump());
+  write(tmp / "run/metrics.jsonl", "");  // `epoch train` makes it before the first step
   const std::string html = run_report_html(tmp / "run");
   EXPECT_NE(html.find("No epoch finished"), std::string::npos);
   EXPECT_NE(html.find("Not recorded"), std::string::npos);
+}
+
+TEST(RunReport, AMissingMetricsFileIsAnErrorNamingIt) {
+  testing::TempDir tmp;
+  write(tmp / "run/config.json", json{{"model", "mlp"}}.dump());
+  try {
+    run_report_html(tmp / "run");
+    FAIL() << "a run folder without metrics.jsonl is no run to report";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("metrics.jsonl: no such file"), std::string::npos)
+        << e.what();
+  }
 }
 
 /// A study folder as `epoch study` leaves it, with its runs under <config>/seed-<seed>; the

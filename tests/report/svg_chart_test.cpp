@@ -33,6 +33,11 @@ TEST(SvgChart, NumbersAndTextAreWrittenSafely) {
   EXPECT_EQ(format_number(250.0), "250");
   EXPECT_EQ(format_number(NAN), "nan");
   EXPECT_EQ(escape_xml("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
+  EXPECT_EQ(escape_xml("it's"), "it&#39;s") << "safe inside a single-quoted attribute too";
+  EXPECT_EQ(escape_xml(std::string("a\0b\x1b", 4)),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
+  EXPECT_EQ(escape_xml("tab\tline\n"), "tab\tline\n");
 }
 
 TEST(SvgChart, ALineBreaksAtAGapAndABandIsOnePolygon) {
@@ -49,7 +54,7 @@ TEST(SvgChart, ALineBreaksAtAGapAndABandIsOnePolygon) {
   banded.low = {0.4, 0.3, 0.2, 0.1, 0.05};
   banded.high = {0.6, 0.5, 0.4, 0.3, 0.2};
   c.series.push_back(banded);
-  const std::string svg = line_chart_svg(c);
+  const std::string svg = line_chart_svg(c).str();
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("loss &lt;per step&gt;"), std::string::npos);
   EXPECT_EQ(count(svg, "<path"), 2);
@@ -66,7 +71,7 @@ TEST(SvgChart, ALogAxisLeavesOutWhatItCannotShow) {
   s.y = {0.0, 0.01, 1.0};
   s.points = true;
   c.series.push_back(s);
-  const std::string svg = line_chart_svg(c);
+  const std::string svg = line_chart_svg(c).str();
   EXPECT_EQ(count(svg, "<circle"), 2);
   EXPECT_NE(svg.find(">0.01<"), std::string::npos) << "decades are labelled as values";
   EXPECT_NE(svg.find(">1<"), std::string::npos);
@@ -75,16 +80,16 @@ TEST(SvgChart, ALogAxisLeavesOutWhatItCannotShow) {
 TEST(SvgChart, AChartWithNothingToDrawSaysSo) {
   LineChart c;
   c.series.push_back(Series{"empty", {}, {}, {}, {}, false});
-  EXPECT_NE(line_chart_svg(c).find("nothing logged"), std::string::npos);
-  EXPECT_NE(box_plot_svg(BoxPlot{}).find("nothing logged"), std::string::npos);
-  EXPECT_NE(stacked_bars_svg(StackedBars{}).find("nothing logged"), std::string::npos);
+  EXPECT_NE(line_chart_svg(c).str().find("nothing logged"), std::string::npos);
+  EXPECT_NE(box_plot_svg(BoxPlot{}).str().find("nothing logged"), std::string::npos);
+  EXPECT_NE(stacked_bars_svg(StackedBars{}).str().find("nothing logged"), std::string::npos);
 }
 
 TEST(SvgChart, BoxesAndBarsDrawOneShapePerFigure) {
   BoxPlot p;
   p.boxes.push_back(Box{"cpu:1", 1.0, 1.5, 2.0, 2.5, 3.0, {1.0, 2.0, 3.0}});
   p.boxes.push_back(Box{"cpu:2", 2.0, 2.0, 2.0, 2.0, 2.0, {2.0, 2.0}});  // no spread at all
-  const std::string box = box_plot_svg(p);
+  const std::string box = box_plot_svg(p).str();
   EXPECT_EQ(count(box, "class=\"box\""), 2);
   EXPECT_EQ(count(box, "class=\"dot\""), 5);
   EXPECT_NE(box.find(">cpu:2<"), std::string::npos);
@@ -92,7 +97,7 @@ TEST(SvgChart, BoxesAndBarsDrawOneShapePerFigure) {
   StackedBars b;
   b.categories = {"epoch 1", "epoch 2"};
   b.parts = {{"compute", {10.0, 12.0}}, {"waiting for data", {1.0, 0.0}}};
-  const std::string bars = stacked_bars_svg(b);
+  const std::string bars = stacked_bars_svg(b).str();
   EXPECT_EQ(count(bars, "<rect x="), 3 + 2) << "three bars with height, two legend swatches";
 }
 

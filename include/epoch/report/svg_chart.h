@@ -1,10 +1,12 @@
-// Charts as inline SVG text for `epoch report`: lines with optional bands, box plots and
-// stacked bars, with axes, ticks and a legend. No scripts and no external resources, so a
-// report is one file that opens anywhere.
+// Charts as inline SVG for `epoch report`: lines with optional bands, box plots and stacked
+// bars, with axes, ticks and a legend, written through Html (html.h), so every name and label
+// is escaped. No scripts and no external resources: a report is one file that opens anywhere.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "epoch/report/html.h"
 
 namespace epoch::report {
 
@@ -25,7 +27,7 @@ struct LineChart {
 
 /// The chart as an <svg> element. Non-finite values are left out; a chart with nothing to
 /// draw says so in its body.
-std::string line_chart_svg(const LineChart& chart);
+Html line_chart_svg(const LineChart& chart);
 
 /// One box of a BoxPlot: the five figures and every value (drawn as dots beside the box).
 struct Box {
@@ -40,7 +42,7 @@ struct BoxPlot {
   int width = 720, height = 320;
 };
 
-std::string box_plot_svg(const BoxPlot& plot);
+Html box_plot_svg(const BoxPlot& plot);
 
 /// Bars stacked per category: parts[i].values[k] is part i's height in category k.
 struct BarPart {
@@ -55,7 +57,7 @@ struct StackedBars {
   int width = 720, height = 320;
 };
 
-std::string stacked_bars_svg(const StackedBars& bars);
+Html stacked_bars_svg(const StackedBars& bars);
 
 /// Tick positions covering [lo, hi]: 1, 2 or 5 times a power of ten apart, about `target` of
 /// them.
@@ -63,8 +65,5 @@ std::vector<double> nice_ticks(double lo, double hi, int target = 5);
 
 /// A number for an axis or a table: up to 4 significant digits, no trailing zeros.
 std::string format_number(double v);
-
-/// Text made safe inside HTML or SVG (&, <, >, ").
-std::string escape_xml(const std::string& text);
 
 }  // namespace epoch::report
