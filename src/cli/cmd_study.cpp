@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
@@ -14,11 +16,23 @@ namespace {
 struct StudyOptions {
   study::StudyConfig config;
   bool json = false;
+  /// The flags that set a stored setting of the study, and how each copies its value: with
+  /// --resume the study starts from its stored settings and takes only the flags given here
+  /// (run_study then refuses one that differs, naming it).
+  std::vector<std::pair<CLI::Option*, void (*)(study::StudyConfig&, const study::StudyConfig&)>>
+      stored_flags;
 };
 
 int run_study_command(const StudyOptions& o) {
-  const study::StudyResult r = study::run_study(o.config, o.json ? nullptr : stdout);
-  const std::string report = write_report_or_warn(o.config.out_dir);
+  study::StudyConfig config = o.config;
+  if (o.config.resume) {
+    config = study::stored_study(o.config.out_dir);
+    for (const auto& [option, copy] : o.stored_flags)
+      if (option->count() > 0) copy(config, o.config);
+    config.out_dir = o.config.out_dir;
+  }
+  const study::StudyResult r = study::run_study(config, o.json ? nullptr : stdout);
+  const std::string report = write_report_or_warn(config.out_dir);
   if (o.json) {
     nlohmann::json j = r.to_json();
     if (!report.empty()) j["report"] = report;
@@ -36,25 +50,46 @@ void add_study_command(CLI::App& app, int& exit_code) {
   study::StudyConfig& c = o->config;
   CLI::App* cmd = app.add_subcommand(
       "study", "Train under several configurations, repeated, and compare them with statistics");
-  cmd->add_option("--protocol", c.protocol, "autoencoder or prednet-study")->capture_default_str();
-  cmd->add_option("--configs", c.configs,
-                  "cpu:N, cpu:N+reference, cpu:N+perturb (ulp), cpu:N+perturb-order, cuda, "
-                  "cuda-nocudnn, comma-separated; any may add +lr=X (the learning rate)")
+  const auto stored = [&](CLI::Option* option,
+                          void (*copy)(study::StudyConfig&, const study::StudyConfig&)) {
+    o->stored_flags.emplace_back(option, copy);
+    return option;
+  };
+  using Config = study::StudyConfig;
+  stored(cmd->add_option("--protocol", c.protocol, "autoencoder or prednet-study"),
+         [](Config& to, const Config& from) { to.protocol = from.protocol; })
       ->capture_default_str();
-  cmd->add_option("--repeats", c.repeats, "Seeds per configuration (>= 2)")
+  stored(cmd->add_option("--configs", c.configs,
+                         "cpu:N, cpu:N+reference, cpu:N+perturb (ulp), cpu:N+perturb-order, "
+                         "cuda, cuda-nocudnn, comma-separated; any may add +lr=X (the learning "
+                         "rate)"),
+         [](Config& to, const Config& from) { to.configs = from.configs; })
+      ->capture_default_str();
+  stored(cmd->add_option("--repeats", c.repeats, "Seeds per configuration (>= 2)"),
+         [](Config& to, const Config& from) { to.repeats = from.repeats; })
       ->capture_default_str()
       ->check(in_range(2, 100000));
   cmd->add_option("--out", c.out_dir, "Folder for the runs and study.json")->required();
-  cmd->add_option("--margin", c.margin, "Equivalence margin, relative to the mean figure")
+  cmd->add_flag("--resume", c.resume,
+                "Continue the interrupted study in --out: its finished runs are kept, the rest "
+                "trained (its settings are the stored ones; a flag that differs is refused)");
+  stored(cmd->add_option("--margin", c.margin, "Equivalence margin, relative to the mean figure"),
+         [](Config& to, const Config& from) { to.margin = from.margin; })
       ->capture_default_str();
-  cmd->add_option("--data", c.data, "The protocol's data (default: the protocol's own)");
-  cmd->add_option("--epochs", c.epochs, "Epochs per run (default: the protocol's)")
+  stored(cmd->add_option("--data", c.data, "The protocol's data (default: the protocol's own)"),
+         [](Config& to, const Config& from) { to.data = from.data; });
+  stored(cmd->add_option("--epochs", c.epochs, "Epochs per run (default: the protocol's)"),
+         [](Config& to, const Config& from) { to.epochs = from.epochs; })
       ->check(non_negative());
-  cmd->add_option("--limit-train", c.limit_train, "Train on the first N samples (0: all)")
+  stored(cmd->add_option("--limit-train", c.limit_train, "Train on the first N samples (0: all)"),
+         [](Config& to, const Config& from) { to.limit_train = from.limit_train; })
       ->check(non_negative());
-  cmd->add_option("--limit-test", c.limit_test, "Evaluate on the first N samples (0: all)")
+  stored(cmd->add_option("--limit-test", c.limit_test, "Evaluate on the first N samples (0: all)"),
+         [](Config& to, const Config& from) { to.limit_test = from.limit_test; })
       ->check(non_negative());
-  cmd->add_option("--seed", c.seed, "Repeat r trains with seed + r")->capture_default_str();
+  stored(cmd->add_option("--seed", c.seed, "Repeat r trains with seed + r"),
+         [](Config& to, const Config& from) { to.seed = from.seed; })
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of lines");
   cmd->callback([o, &exit_code] { exit_code = run_study_command(*o); });
 }

@@ -2,16 +2,23 @@
 #include "epoch/study/study.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <optional>
 
+#include "epoch/models/zoo.h"
 #include "epoch/tensor/error.h"
 #include "epoch/tensor/file_io.h"
 #include "epoch/tensor/storage.h"
+#include "epoch/train/clips.h"
 #include "epoch/train/recipe.h"
+#include "epoch/train/run_dir.h"
 
 namespace epoch::study {
 namespace {
@@ -53,86 +60,130 @@ train::TrainConfig configured(train::TrainConfig c, const StudyConfigSpec& spec,
   return c;
 }
 
-/// "lr=X" as a learning rate: a finite number above 0 written out in full; 0 when it is not
-/// one.
-double parse_lr(const std::string& text) {
-  if (text.empty()) return 0.0;
-  try {
-    std::size_t used = 0;
-    const double lr = std::stod(text, &used);
-    if (used != text.size() || !std::isfinite(lr) || lr <= 0.0 ||
-        lr > std::numeric_limits<float>::max())
-      return 0.0;
-    return lr;
-  } catch (const std::exception&) {
-    return 0.0;
-  }
+/// The shortest decimal that reads back as `v`.
+std::string shortest(float v) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, v, std::chars_format::general);
+  return ec == std::errc() ? std::string(text, end) : std::to_string(v);
+}
+
+/// "lr=X" as a learning rate the optimizer can take: written out in full as a number, finite,
+/// above 0, and neither 0 nor infinite as the float the optimizer holds (what `epoch train
+/// --lr` accepts). ConfigError naming the configuration otherwise.
+double parse_lr(const std::string& item, const std::string& text) {
+  const std::string flag = "--configs " + item + ": ";
+  const std::size_t first = !text.empty() && text[0] == '-' ? 1 : 0;
+  const bool number_like =
+      text.size() > first &&
+      (std::isdigit(static_cast<unsigned char>(text[first])) != 0 || text[first] == '.') &&
+      text.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  // strtod, not stod: a value beyond a double reads as 0 or HUGE_VAL, named below.
+  char* end = nullptr;
+  const double lr = number_like ? std::strtod(text.c_str(), &end) : 0.0;
+  if (!number_like || end != text.c_str() + text.size())
+    EPOCH_THROW(ConfigError, flag, "'", text,
+                "' is not a number (+lr=X takes a learning rate such as 0.001)");
+  const float as_float = static_cast<float>(lr);
+  if (!(lr > 0.0)) EPOCH_THROW(ConfigError, flag, "the learning rate ", text, " is not above 0");
+  if (!std::isfinite(as_float))
+    EPOCH_THROW(ConfigError, flag, "the learning rate ", text,
+                " is infinite as the optimizer's float (at most ",
+                shortest(std::numeric_limits<float>::max()),
+                "; `epoch train --lr` takes a positive finite float)");
+  if (!(as_float > 0.0f))
+    EPOCH_THROW(ConfigError, flag, "the learning rate ", text,
+                " is 0 as the optimizer's float (the smallest above 0 is ",
+                shortest(std::numeric_limits<float>::denorm_min()),
+                "; `epoch train --lr` takes a positive finite float)");
+  return lr;
 }
 
 /// Applies one "+variant" of a configuration's name to it; ConfigError for one it does not
 /// allow.
 void apply_variant(StudyConfigSpec& s, const std::string& variant) {
-  const std::string& item = s.name;
+  const std::string flag = "--configs " + s.name + ": ";
   const bool cpu = s.device == "cpu";
   if (variant.rfind("lr=", 0) == 0) {
-    if (s.lr > 0.0) EPOCH_THROW(ConfigError, "--configs: '", item, "' sets lr twice");
-    s.lr = parse_lr(variant.substr(3));
-    if (s.lr <= 0.0)
-      EPOCH_THROW(ConfigError, "--configs: '", item, "': '+", variant,
-                  "' is not a learning rate above 0");
+    if (s.lr > 0.0) EPOCH_THROW(ConfigError, flag, "sets lr twice");
+    s.lr = parse_lr(s.name, variant.substr(3));
   } else if (cpu && variant == "reference") {
-    if (s.reference) EPOCH_THROW(ConfigError, "--configs: '", item, "' says reference twice");
+    if (s.reference) EPOCH_THROW(ConfigError, flag, "says reference twice");
     s.reference = true;
   } else if (cpu && (variant == "perturb" || variant == "perturb-order")) {
-    if (s.perturb != "none")
-      EPOCH_THROW(ConfigError, "--configs: '", item, "' asks for more than one perturbation");
+    if (s.perturb != "none") EPOCH_THROW(ConfigError, flag, "asks for more than one perturbation");
     s.perturb = variant == "perturb" ? "ulp" : "order";
   } else {
-    EPOCH_THROW(ConfigError, "--configs: '", item, "': unknown variant '+", variant, "' (",
+    EPOCH_THROW(ConfigError, flag, "unknown variant '+", variant, "' (",
                 cpu ? "reference, perturb, perturb-order or lr=X" : "lr=X", ")");
   }
 }
 
+/// One configuration of --configs.
+StudyConfigSpec parse_one(const std::string& item) {
+  StudyConfigSpec s;
+  s.name = item;
+  const std::size_t plus = item.find('+');
+  const std::string base = item.substr(0, plus);
+  if (base == "cuda" || base == "cuda-nocudnn") {
+    s.device = "cuda";
+    s.cudnn = base == "cuda";
+  } else {
+    // cpu:N with N in digits only (no sign, no space): 1 to 256, leading zeros allowed.
+    const std::string digits = base.rfind("cpu:", 0) == 0 ? base.substr(4) : "";
+    int threads = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), threads);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+        ec != std::errc() || threads < 1 || threads > 256)
+      EPOCH_THROW(ConfigError, "--configs ", item,
+                  ": not cpu:N (N from 1 to 256 threads), cpu:N+reference, cpu:N+perturb, "
+                  "cpu:N+perturb-order, cuda or cuda-nocudnn (each may add +lr=X)");
+    s.threads = threads;
+  }
+  for (std::size_t at = plus; at != std::string::npos;) {
+    const std::size_t next = item.find('+', at + 1);
+    apply_variant(s, item.substr(at + 1, next == std::string::npos ? next : next - at - 1));
+    at = next;
+  }
+  return s;
+}
+
 }  // namespace
 
-std::vector<StudyConfigSpec> parse_study_configs(const std::string& list) {
+std::string canonical_config(const StudyConfigSpec& spec, float protocol_lr) {
+  std::string name = spec.device == "cuda" ? (spec.cudnn ? "cuda" : "cuda-nocudnn")
+                                           : "cpu:" + std::to_string(spec.threads);
+  if (spec.reference) name += "+reference";
+  if (spec.perturb == "ulp") name += "+perturb";
+  if (spec.perturb == "order") name += "+perturb-order";
+  const float lr = static_cast<float>(spec.lr);
+  if (spec.lr > 0.0 && !(protocol_lr > 0.0f && lr == protocol_lr)) name += "+lr=" + shortest(lr);
+  return name;
+}
+
+std::vector<StudyConfigSpec> parse_study_configs(const std::string& list, float protocol_lr) {
   std::vector<StudyConfigSpec> out;
-  std::set<std::string> seen;
+  std::map<std::string, std::string> seen;  // canonical form -> the spelling that gave it
   std::size_t start = 0;
   while (start <= list.size()) {
     const std::size_t comma = std::min(list.find(',', start), list.size());
     const std::string item = list.substr(start, comma - start);
     start = comma + 1;
     if (item.empty()) EPOCH_THROW(ConfigError, "--configs '", list, "': an empty entry");
-    if (!seen.insert(item).second)
-      EPOCH_THROW(ConfigError, "--configs: '", item, "' is given twice");
-    StudyConfigSpec s;
-    s.name = item;
-    const std::size_t plus = item.find('+');
-    const std::string base = item.substr(0, plus);
-    if (base == "cuda" || base == "cuda-nocudnn") {
-      s.device = "cuda";
-      s.cudnn = base == "cuda";
-    } else {
-      int threads = 0;
-      std::size_t used = 0;
-      try {
-        if (base.rfind("cpu:", 0) == 0) threads = std::stoi(base.substr(4), &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (base.rfind("cpu:", 0) != 0 || used == 0 || used != base.size() - 4 || threads < 1 ||
-          threads > 256)
-        EPOCH_THROW(ConfigError, "--configs: '", item,
-                    "' is not cpu:N, cpu:N+reference, cpu:N+perturb, cpu:N+perturb-order, cuda "
-                    "or cuda-nocudnn (each may add +lr=X)");
-      s.threads = threads;
+    const StudyConfigSpec s = parse_one(item);
+    const std::string canonical = canonical_config(s, protocol_lr);
+    if (const auto it = seen.find(canonical); it != seen.end()) {
+      if (it->second == item) EPOCH_THROW(ConfigError, "--configs ", item, ": given twice");
+      // "+lr=" in either spelling but not in the value: the protocol's own rate was given.
+      const bool own_rate = (item.find("+lr=") != std::string::npos ||
+                             it->second.find("+lr=") != std::string::npos) &&
+                            canonical.find("+lr=") == std::string::npos;
+      EPOCH_THROW(ConfigError, "--configs ", item, ": the same configuration as ", it->second,
+                  " (both are ", canonical,
+                  own_rate ? ", the protocol's own learning rate being " + shortest(protocol_lr)
+                           : std::string(),
+                  "), so the study would compare it with itself");
     }
-    for (std::size_t at = plus; at != std::string::npos;) {
-      const std::size_t next = item.find('+', at + 1);
-      apply_variant(s, item.substr(at + 1, next == std::string::npos ? next : next - at - 1));
-      at = next;
-    }
+    seen.emplace(canonical, item);
     out.push_back(s);
   }
   return out;
@@ -225,7 +276,209 @@ json StudyResult::to_json() const {
   return j;
 }
 
+namespace {
+
+constexpr const char* kPlanFile = "study-plan.json";
+constexpr const char* kRunRecordFile = "study-run.json";
+constexpr const char* kPlanKind = "epoch study plan";
+
+/// `text` as one shell word: as it is when it needs no quoting, else in single quotes.
+std::string shell_word(const std::string& text) {
+  if (!text.empty() &&
+      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=+-"
+                             ",@%") == std::string::npos)
+    return text;
+  std::string quoted = "'";
+  for (const char ch : text) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return quoted + "'";
+}
+
+std::string resume_command(const std::string& out_dir) {
+  return "`epoch study --resume --out " + shell_word(out_dir) + "`";
+}
+
+/// The settings a study is stored with, and the flag that sets each.
+struct PlanField {
+  const char* key;
+  const char* flag;
+};
+constexpr PlanField kPlanFields[] = {
+    {"protocol", "--protocol"}, {"configs", "--configs"},         {"repeats", "--repeats"},
+    {"seed", "--seed"},         {"margin", "--margin"},           {"alpha", "alpha"},
+    {"epochs", "--epochs"},     {"limit_train", "--limit-train"}, {"limit_test", "--limit-test"},
+    {"data", "--data"}};
+
+json plan_json(const StudyConfig& study) {
+  return {{"kind", kPlanKind},
+          {"protocol", study.protocol},
+          {"configs", study.configs},
+          {"repeats", study.repeats},
+          {"seed", study.seed},
+          {"margin", study.margin},
+          {"alpha", study.alpha},
+          {"epochs", study.epochs},
+          {"limit_train", study.limit_train},
+          {"limit_test", study.limit_test},
+          {"data", study.data}};
+}
+
+void write_json_file(const fs::path& path, const json& j) {
+  const std::string text = j.dump(2) + "\n";
+  write_file_atomic(path.string(),
+                    std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
+                    true);
+}
+
+json read_json(const fs::path& path) {
+  const std::string text = read_text_file(path.string(), kMaxJsonFileBytes);
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    EPOCH_THROW(IoError, path.string(), ": not valid JSON: ", e.what());
+  }
+}
+
+/// The updates a run makes before its figure is taken can move it only when there is one:
+/// the autoencoder's figure follows every update (a partial batch is a step, so even
+/// --limit-train 1 makes one, and runs of under 10 steps have no warm-up to start at rate 0);
+/// prednet-study's is the mean of the last 50 losses, each taken before its own step's update,
+/// so it needs two steps. This checks prednet-study's before anything trains, from its windows.
+void check_figure_can_move(const StudyConfig& study, const train::TrainConfig& base) {
+  if (study.protocol != "prednet-study") return;
+  const train::ClipData data = train::open_clip_data(base);
+  const std::int64_t frames = train::window_frames(base, models::find_model(base.run.model));
+  const auto windows = static_cast<std::int64_t>(train::windows_of(data.train, frames).size());
+  const std::int64_t used = std::min(windows, base.data.limit_train);
+  const std::int64_t steps =
+      (used + base.run.batch_size - 1) / base.run.batch_size * base.run.epochs;
+  if (steps >= 2) return;
+  const std::string why =
+      ": prednet-study would make " + std::to_string(steps) +
+      " step(s) in all, so its figure (the mean of the last 50 training losses, each taken "
+      "before its step's update) would be the loss before any update, the same under every "
+      "configuration and learning rate";
+  if (used < windows)
+    EPOCH_THROW(ConfigError, "--limit-train ", base.data.limit_train, " with --epochs ",
+                base.run.epochs, why, "; pass --limit-train 2 or more (or --epochs 2)");
+  EPOCH_THROW(ConfigError, "--data ", study.data, ": its training sequences hold ", windows,
+              " window(s) of ", frames, " frames", why,
+              "; use longer or more sequences (or --epochs 2)");
+}
+
+/// The same check on what a run did (a window skipped as bad, ...).
+std::int64_t updates_needed(const std::string& protocol) {
+  return protocol == "prednet-study" ? 2 : 1;
+}
+
+/// ConfigError naming the first stored setting that `study` gives otherwise.
+void check_same_plan(const StudyConfig& study, const json& stored, const fs::path& plan_path) {
+  const json given = plan_json(study);
+  for (const PlanField& f : kPlanFields) {
+    if (!stored.contains(f.key))
+      EPOCH_THROW(IoError, plan_path.string(), ": no \"", f.key, "\" (not a study plan)");
+    if (stored[f.key] != given[f.key])
+      EPOCH_THROW(ConfigError, "--resume: ", f.flag, " ", given[f.key].dump(),
+                  " differs from the interrupted study's ", stored[f.key].dump(), " (",
+                  plan_path.string(), "); a resumed study continues as it started: leave ", f.flag,
+                  " out");
+  }
+}
+
+/// What out_dir may hold for a new study: nothing (a lock file aside). ConfigError saying what
+/// it holds instead.
+void check_fresh(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / kPlanFile, ec)) {
+    if (fs::exists(dir / "study.json", ec))
+      EPOCH_THROW(ConfigError, "--out ", dir.string(),
+                  " already holds a finished study (study.json): choose another --out (",
+                  resume_command(dir.string()), " redoes its comparisons)");
+    EPOCH_THROW(ConfigError, "--out ", dir.string(),
+                " holds a study that did not finish: continue it with ",
+                resume_command(dir.string()),
+                " (its finished runs are kept), or choose another --out");
+  }
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename() != ".lock")
+      EPOCH_THROW(ConfigError, "--out ", dir.string(), " is not empty (it holds ",
+                  it->path().filename().string(),
+                  ") and holds no study to resume: choose another --out");
+  if (ec) EPOCH_THROW(IoError, dir.string(), ": cannot list: ", ec.message());
+}
+
+/// A finished run's record (study-run.json), when its folder holds one; IoError naming it when
+/// it is not this run's.
+std::optional<StudyRun> kept_run(const fs::path& run_dir, const std::string& config,
+                                 std::int64_t repeat, std::uint64_t seed) {
+  const fs::path path = run_dir / kRunRecordFile;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  const json j = read_json(path);
+  StudyRun run;
+  try {
+    run.config = j.at("config").get<std::string>();
+    run.repeat = j.at("repeat").get<std::int64_t>();
+    run.seed = j.at("seed").get<std::uint64_t>();
+    run.figure = j.at("figure").is_number() ? j.at("figure").get<double>() : std::nan("");
+    run.wall_s = j.at("wall_s").get<double>();
+  } catch (const json::exception& e) {
+    EPOCH_THROW(IoError, path.string(), ": not a study run's record (", e.what(),
+                "); remove its folder to train the run again");
+  }
+  if (run.config != config || run.repeat != repeat || run.seed != seed ||
+      !std::isfinite(run.figure))
+    EPOCH_THROW(IoError, path.string(), ": records ", run.config, " seed ", run.seed, " (figure ",
+                j.at("figure").dump(), "), not ", config, " seed ", seed,
+                "; remove its folder to train the run again");
+  run.run_dir = run_dir.string();
+  return run;
+}
+
+/// Rethrows a run's failure as the same type of error, its message led by `context`.
+[[noreturn]] void rethrow_with(const std::exception& e, const std::string& context) {
+  const std::string message = context + e.what();
+  if (dynamic_cast<const NumericalError*>(&e) != nullptr) throw NumericalError(message);
+  if (dynamic_cast<const ConfigError*>(&e) != nullptr) throw ConfigError(message);
+  if (dynamic_cast<const IoError*>(&e) != nullptr) throw IoError(message);
+  if (dynamic_cast<const BackendUnavailable*>(&e) != nullptr) throw BackendUnavailable(message);
+  if (dynamic_cast<const BackendError*>(&e) != nullptr) throw BackendError(message);
+  if (dynamic_cast<const InvalidArgument*>(&e) != nullptr) throw InvalidArgument(message);
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) throw Error(context + "out of memory");
+  throw Error(message);
+}
+
+}  // namespace
+
+StudyConfig stored_study(const std::string& dir) {
+  const fs::path path = fs::path(dir) / kPlanFile;
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    EPOCH_THROW(IoError, dir, ": no study to resume (no ", kPlanFile,
+                ", which a study writes before its first run)");
+  const json j = read_json(path);
+  StudyConfig study;
+  try {
+    if (j.at("kind") != kPlanKind) EPOCH_THROW(IoError, path.string(), ": not a study plan");
+    study.protocol = j.at("protocol").get<std::string>();
+    study.configs = j.at("configs").get<std::string>();
+    study.repeats = j.at("repeats").get<std::int64_t>();
+    study.seed = j.at("seed").get<std::uint64_t>();
+    study.margin = j.at("margin").get<double>();
+    study.alpha = j.at("alpha").get<double>();
+    study.epochs = j.at("epochs").get<std::int64_t>();
+    study.limit_train = j.at("limit_train").get<std::int64_t>();
+    study.limit_test = j.at("limit_test").get<std::int64_t>();
+    study.data = j.at("data").get<std::string>();
+  } catch (const json::exception& e) {
+    EPOCH_THROW(IoError, path.string(), ": not a study plan: ", e.what());
+  }
+  study.out_dir = dir;
+  study.resume = true;
+  return study;
+}
+
 StudyResult run_study(const StudyConfig& study, std::FILE* out) {
+  // Everything that can be checked is, before anything trains.
   if (study.repeats < 2)
     EPOCH_THROW(ConfigError, "--repeats ", study.repeats, ": a comparison needs at least 2");
   if (!(study.margin > 0.0 && study.margin < 1.0))
@@ -235,35 +488,86 @@ StudyResult run_study(const StudyConfig& study, std::FILE* out) {
   StudyResult result;
   result.figure_name =
       study.protocol == "autoencoder" ? "final test loss" : "mean of the last 50 training losses";
-  for (const StudyConfigSpec& s : parse_study_configs(study.configs)) {
+  for (const StudyConfigSpec& s : parse_study_configs(study.configs, base.optimizer.lr)) {
     const std::string why = skip_reason(s);
     if (why.empty())
       result.ran.push_back(s);
     else
       result.skipped.emplace_back(s.name, why);
   }
-  for (const auto& [name, why] : result.skipped)
-    if (out != nullptr) std::fprintf(out, "study: %s skipped: %s\n", name.c_str(), why.c_str());
   if (result.ran.size() < 2)
     EPOCH_THROW(ConfigError, "--configs: fewer than two of them can run on this machine");
-  std::error_code ec;
-  fs::create_directories(study.out_dir, ec);
-  if (ec) EPOCH_THROW(IoError, study.out_dir, ": cannot create: ", ec.message());
+  check_figure_can_move(study, base);
+
+  // The study folder: one process at a time, and either new or the interrupted study resumed.
+  const fs::path dir = study.out_dir;
+  if (study.resume) (void)stored_study(dir.string());  // IoError when there is none to resume
+  const train::RunDirLock lock(dir.string());
+  const fs::path plan_path = dir / kPlanFile;
+  if (study.resume) {
+    check_same_plan(study, read_json(plan_path), plan_path);
+  } else {
+    check_fresh(dir);
+    write_json_file(plan_path, plan_json(study));
+  }
+  for (const auto& [name, why] : result.skipped)
+    if (out != nullptr) std::fprintf(out, "study: %s skipped: %s\n", name.c_str(), why.c_str());
+
   // Seed by seed, every configuration: a drift of the machine over the study touches all alike.
   for (std::int64_t r = 0; r < study.repeats; ++r) {
     const std::uint64_t seed = study.seed + static_cast<std::uint64_t>(r);
     for (const StudyConfigSpec& s : result.ran) {
+      const fs::path run_dir = dir / s.name / ("seed-" + std::to_string(seed));
+      if (study.resume) {
+        if (std::optional<StudyRun> kept = kept_run(run_dir, s.name, r, seed)) {
+          result.runs.push_back(*kept);
+          if (out != nullptr)
+            std::fprintf(out, "study: %s seed %llu: %s %.6g (kept)\n", s.name.c_str(),
+                         static_cast<unsigned long long>(seed), result.figure_name.c_str(),
+                         kept->figure);
+          continue;
+        }
+        // A run that did not finish is trained again from scratch.
+        std::error_code ec;
+        fs::remove_all(run_dir, ec);
+        if (ec)
+          EPOCH_THROW(IoError, run_dir.string(),
+                      ": cannot remove the unfinished run: ", ec.message());
+      }
+      const std::string kept = result.runs.empty() ? "no run had finished; "
+                                                   : "the " + std::to_string(result.runs.size()) +
+                                                         " finished run(s) are kept and ";
+      const std::string context = "--configs " + s.name + ", seed " + std::to_string(seed) +
+                                  " (run folder " + run_dir.string() + ") failed; " + kept +
+                                  resume_command(dir.string()) + " trains the rest: ";
       train::TrainConfig c = configured(base, s, seed);
-      c.run.out_dir =
-          (fs::path(study.out_dir) / s.name / ("seed-" + std::to_string(seed))).string();
-      const train::TrainResult t = train::train(c, stderr);
+      c.run.out_dir = run_dir.string();
+      train::TrainResult t;
+      try {
+        t = train::train(c, stderr);
+      } catch (const std::exception& e) {
+        rethrow_with(e, context);
+      }
       StudyRun run;
       run.config = s.name;
       run.repeat = r;
       run.seed = seed;
       run.figure = study.protocol == "autoencoder" ? t.test_loss : t.recent_loss;
       run.wall_s = t.wall_s;
-      run.run_dir = t.run_dir;
+      run.run_dir = run_dir.string();
+      if (t.steps < updates_needed(study.protocol))
+        EPOCH_THROW(ConfigError, context, "it made ", t.steps,
+                    " step(s), so no update came before its figure was taken (see the warnings "
+                    "for windows left out)");
+      if (!std::isfinite(run.figure))
+        EPOCH_THROW(NumericalError, context, "its ", result.figure_name, " is ", run.figure);
+      write_json_file(run_dir / kRunRecordFile, {{"config", run.config},
+                                                 {"canonical", canonical_config(s)},
+                                                 {"repeat", run.repeat},
+                                                 {"seed", run.seed},
+                                                 {"figure", run.figure},
+                                                 {"wall_s", run.wall_s},
+                                                 {"steps", t.steps}});
       result.runs.push_back(run);
       if (out != nullptr)
         std::fprintf(out, "study: %s seed %llu: %s %.6g (%.1f s)\n", s.name.c_str(),
@@ -293,10 +597,7 @@ StudyResult run_study(const StudyConfig& study, std::FILE* out) {
         std::fprintf(out, "study: %s vs %s: %s\n", a.c_str(), b.c_str(), c.words.c_str());
       result.comparisons.push_back({{a, b}, c});
     }
-  const std::string text = result.to_json().dump(2) + "\n";
-  write_file_atomic((fs::path(study.out_dir) / "study.json").string(),
-                    std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
-                    true);
+  write_json_file(dir / "study.json", result.to_json());
   return result;
 }
 

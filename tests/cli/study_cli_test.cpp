@@ -1,9 +1,19 @@
-// `epoch study` end to end: a short autoencoder study prints its comparison as JSON, and bad
-// settings are one line.
+// `epoch study` end to end: a short autoencoder study prints its comparison as JSON, bad
+// settings and a failed run are one line, and a study killed mid-run is continued by the
+// command its message spells, `epoch study --resume --out DIR`.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "cli/cli_testing.h"
 
@@ -13,6 +23,12 @@ namespace {
 using testing::CommandResult;
 using testing::expect_one_line_error;
 using testing::run_epoch;
+namespace fs = std::filesystem;
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
 
 TEST(StudyCli, AShortStudyComparesItsConfigurations) {
   testing::TempDir dir;
@@ -33,6 +49,99 @@ TEST(StudyCli, AShortStudyComparesItsConfigurations) {
   expect_one_line_error(run_epoch("study --configs cpu:0 --out " + (dir / "t"), dir), 1, "cpu:0");
   expect_one_line_error(run_epoch("study --protocol prednet-study --out " + (dir / "u"), dir), 1,
                         "--data DIR");
+}
+
+TEST(StudyCli, BadConfigurationsAndFailedRunsAreOneLine) {
+  testing::TempDir dir;
+  expect_one_line_error(
+      run_epoch("study --configs cpu:1,cpu:2+lr=1e-300 --out " + (dir / "a"), dir), 1,
+      "--configs cpu:2+lr=1e-300: the learning rate 1e-300 is 0 as the optimizer's float");
+  expect_one_line_error(run_epoch("study --configs cpu:1,cpu:2,cpu:02 --out " + (dir / "b"), dir),
+                        1, "--configs cpu:02: the same configuration as cpu:2");
+  EXPECT_FALSE(fs::exists(dir / "a"));
+  // A run that diverges: its configuration, seed and folder, and the command that continues.
+  const std::string out = dir / "c";
+  const CommandResult r = run_epoch(
+      "study --configs cpu:1,cpu:1+lr=1e30 --limit-train 256 --limit-test 64 --out " + out, dir);
+  expect_one_line_error(r, 1,
+                        "--configs cpu:1+lr=1e30, seed 0 (run folder " + out +
+                            "/cpu:1+lr=1e30/seed-0) failed; the 1 finished run(s) are kept and "
+                            "`epoch study --resume --out " +
+                            out + "` trains the rest: ");
+  expect_one_line_error(run_epoch("study --configs cpu:1,cpu:1+lr=1e30 --out " + out, dir), 1,
+                        "`epoch study --resume --out " + out + "`");
+  expect_one_line_error(run_epoch("study --resume --configs cpu:1,cpu:2 --out " + out, dir), 1,
+                        "--resume: --configs \"cpu:1,cpu:2\" differs from the interrupted "
+                        "study's \"cpu:1,cpu:1+lr=1e30\"");
+  expect_one_line_error(run_epoch("study --resume --out " + (dir / "none"), dir), 1,
+                        "no study to resume");
+}
+
+/// Starts `epoch ARGS` without waiting for it (its output to `log`); its process id.
+pid_t spawn_epoch(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv_text = {EPOCH_TEST_BINARY};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+// A study killed while a run trains: `epoch study --resume --out DIR` keeps the finished runs
+// (their folders untouched), trains the rest, and its study.json compares as the study run
+// whole does.
+TEST(StudyCli, AKilledStudyResumes) {
+  testing::TempDir dir;
+  const std::string out = dir / "s";
+  const std::vector<std::string> flags = {"--configs",     "cpu:1,cpu:2", "--repeats",    "2",
+                                          "--limit-train", "256",         "--limit-test", "64"};
+  std::vector<std::string> args = {"study", "--out", out};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const pid_t pid = spawn_epoch(args, dir / "killed.log");
+  ASSERT_GT(pid, 0);
+  // Killed once the second run has started (the first then has finished).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(out + "/cpu:2/seed-0/config.json") &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the study finished before it was killed";
+  ASSERT_TRUE(fs::exists(out + "/cpu:1/seed-0/study-run.json"));
+  EXPECT_FALSE(fs::exists(out + "/study.json"));
+  const std::string kept = out + "/cpu:1/seed-0/metrics.jsonl";
+  const fs::file_time_type kept_time = fs::last_write_time(kept);
+
+  // Run again as it was: refused, spelling the command; that command continues it.
+  std::string again = "study --out " + out;
+  for (const std::string& f : flags) again += " " + f;
+  expect_one_line_error(run_epoch(again, dir), 1, "`epoch study --resume --out " + out + "`");
+  expect_one_line_error(run_epoch("study --resume --repeats 3 --out " + out, dir), 1,
+                        "--resume: --repeats 3 differs from the interrupted study's 2");
+  const CommandResult resumed = run_epoch("study --resume --json --out " + out, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(fs::last_write_time(kept), kept_time) << "a finished run was trained again";
+  const nlohmann::json j = nlohmann::json::parse(resumed.out);
+  ASSERT_EQ(j["runs"].size(), 4u);
+  EXPECT_EQ(j["runs"][0]["wall_s"], read_json(out + "/cpu:1/seed-0/study-run.json")["wall_s"]);
+
+  // The same study run whole: the same figures and comparisons.
+  std::string whole = "study --json --out " + (dir / "whole");
+  for (const std::string& f : flags) whole += " " + f;
+  const CommandResult w = run_epoch(whole, dir);
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const nlohmann::json wj = nlohmann::json::parse(w.out);
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(j["runs"][i]["figure"], wj["runs"][i]["figure"]) << i;
+  EXPECT_EQ(j["comparisons"], wj["comparisons"]);
 }
 
 }  // namespace

@@ -23,16 +23,26 @@ namespace epoch::study {
 /// (cuDNN's convolutions), "cuda-nocudnn" (epoch's im2col ones). Any of them may add "+lr=X"
 /// (the optimizer's learning rate X instead of the protocol's), so that a study can set a
 /// setting that does change the result beside those it asks about: "cpu:2+perturb+lr=0.001".
+/// The variants chain in any order.
 struct StudyConfigSpec {
-  std::string name;  // as given
+  std::string name;  // as given (its runs' folder under --out)
   std::string device = "cpu";
   int threads = 1;
   bool reference = false, cudnn = true;
   std::string perturb = "none";  // train's --perturb: none, ulp or order
   double lr = 0.0;               // > 0: the optimizer's learning rate; 0: the protocol's
 };
-/// Parses "cpu:1,cpu:2+perturb,cuda" (ConfigError naming the bad entry, or a repeated one).
-std::vector<StudyConfigSpec> parse_study_configs(const std::string& list);
+/// The configuration's value in one spelling: the threads as a number, the variants in a fixed
+/// order, the learning rate as the shortest decimal of the float the optimizer gets, and no
+/// "+lr" when that float is `protocol_lr` (> 0: the protocol's own rate). Two configurations
+/// train alike exactly when these are equal: "cpu:01+lr=1e-3+perturb" is "cpu:1+perturb+lr=0.001".
+std::string canonical_config(const StudyConfigSpec& spec, float protocol_lr = 0.0f);
+/// Parses "cpu:1,cpu:2+perturb,cuda", every entry checked before anything trains: ConfigError
+/// naming the entry ("--configs cpu:2+lr=1e-300: ...") for a bad one, a learning rate `epoch
+/// train --lr` would refuse (one the optimizer's float holds as 0 or infinity included), or
+/// one equal by value to an earlier one (canonical_config with `protocol_lr`), naming both
+/// spellings.
+std::vector<StudyConfigSpec> parse_study_configs(const std::string& list, float protocol_lr = 0.0f);
 /// Why this machine cannot run a configuration ("no CUDA device", ...); empty when it can.
 std::string skip_reason(const StudyConfigSpec& spec);
 
@@ -49,13 +59,21 @@ struct StudyConfig {
   std::string data;        // empty: the protocol's data
   std::uint64_t seed = 0;  // repeat r trains with seed + r
   bool quiet = false;
+  /// Continue the interrupted study in out_dir: every setting above must be the stored one
+  /// (stored_study); the runs that finished are kept, the others trained from scratch.
+  bool resume = false;
 };
+
+/// The settings of the study that `dir` holds (its study-plan.json, written before its first
+/// run), so that `epoch study --resume` can start from them; IoError naming the file when
+/// there is none or it is not a study's.
+StudyConfig stored_study(const std::string& dir);
 
 /// The protocol's training configuration for one run (before the configuration's settings):
 /// autoencoder: the zoo's autoencoder on Fashion-MNIST (Debian's; the MNIST digits are in no
 /// Debian package), its recipe, 1 epoch, batch 128; the figure is the final test loss.
 /// prednet-study: 250 updates of 20 frames on `data` (required), the figure the mean of the
-/// last 50 losses. ConfigError for another protocol.
+/// last 50 losses (each taken before its step's update). ConfigError for another protocol.
 train::TrainConfig protocol_config(const StudyConfig& study);
 
 struct StudyRun {
@@ -79,9 +97,16 @@ struct StudyResult {
 };
 
 /// Runs the study: repeats x configurations trainings under out_dir/<config>/seed-<r> (each a
-/// run folder of its own), then the comparisons; writes out_dir/study.json; prints one line
-/// per run and per comparison to `out` (null: nothing). ConfigError for bad settings or when
-/// fewer than two configurations can run here.
+/// run folder of its own, with study-run.json recording its figure once it finished), then
+/// the comparisons; writes out_dir/study-plan.json before the first run and out_dir/study.json
+/// at the end; prints one line per run and per comparison to `out` (null: nothing).
+/// Everything is checked before anything trains: ConfigError for bad settings or
+/// configurations, fewer than two configurations that can run here, a protocol whose figure
+/// no update would move (prednet-study on a single window), or an out_dir that already holds
+/// something (an unfinished study: the message spells the `epoch study --resume` command).
+/// With `resume`, ConfigError naming the setting that differs from the stored study's.
+/// A run that fails throws its error's type with one line naming the configuration, the
+/// seed and the run folder; the finished runs stay for --resume.
 StudyResult run_study(const StudyConfig& study, std::FILE* out);
 
 }  // namespace epoch::study
