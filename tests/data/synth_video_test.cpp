@@ -121,9 +121,10 @@ TEST(SynthVideo, WritesSequenceFoldersAndTheirMeasuredBaseline) {
     EXPECT_EQ(j["train"]["previous_frame_mse"].get<double>(), s.train_baseline_mse);
     EXPECT_EQ(j["validation"]["sequences"].get<int>(), 1);
     // The frames as rendered (PNG is lossless).
-    if (std::string(format) == "png")
+    if (std::string(format) == "png") {
       EXPECT_EQ(read_image((out / "train/seq_00001/frame_00003.png").string()).pixels,
                 render(0, 1, 4, 40, 24)[3].pixels);
+    }
   }
 }
 
