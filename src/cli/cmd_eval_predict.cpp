@@ -31,9 +31,9 @@ bool predicts_frames(const train::TrainedModel& t) {
 
 /// A video model's evaluation: its loss and the previous-frame baseline on the same frames.
 int run_eval_clips(const EvalOptions& o, train::TrainedModel& t, const train::TrainConfig& c) {
-  const train::ClipData d = train::open_clip_data(c);
-  const std::int64_t frames = train::window_frames(c, t.model->spec());
   Warnings warnings(stderr);
+  const train::ClipData d = train::open_clip_data(c, &warnings);
+  const std::int64_t frames = train::window_frames(c, t.model->spec());
   const train::ClipEvalResult r = train::evaluate_clips(
       *t.model, d.val, t.preprocessing, frames, o.batch_size > 0 ? o.batch_size : c.run.batch_size,
       c.data.on_bad_image, &warnings);
@@ -106,7 +106,8 @@ int run_eval(const EvalOptions& o) {
 struct PredictOptions {
   std::string checkpoint;
   std::vector<std::string> inputs;
-  std::string out;  // video models: where the predicted frames go
+  std::string out;         // video models: where the predicted frames go
+  bool overwrite = false;  // video models: replace the predicted frames already there
   bool json = false;
 };
 
@@ -118,7 +119,7 @@ int run_predict_frames(const PredictOptions& o, train::TrainedModel& t) {
   const std::int64_t frames = train::window_frames(t.config, t.model->spec());
   for (const std::string& input : o.inputs) {
     const train::PredictedFrames p =
-        train::predict_sequence(*t.model, t.preprocessing, input, frames, o.out);
+        train::predict_sequence(*t.model, t.preprocessing, input, frames, o.out, o.overwrite);
     if (o.json)
       std::printf("%s\n", nlohmann::json{{"input", input},
                                          {"out_dir", p.out_dir},
@@ -140,6 +141,9 @@ int run_predict(const PredictOptions& o) {
   if (!o.out.empty())
     EPOCH_THROW(ConfigError, "--out: model ", t.model->spec().name,
                 " classifies images; --out is for video models' predicted frames");
+  if (o.overwrite)
+    EPOCH_THROW(ConfigError, "--overwrite: model ", t.model->spec().name,
+                " classifies images; --overwrite is for video models' predicted frames");
   for (const train::Prediction& p : train::predict(t, o.inputs)) {
     if (o.json) {
       std::printf("%s\n", nlohmann::json{{"input", p.input},
@@ -180,11 +184,16 @@ void add_predict_command(CLI::App& app, int& exit_code) {
       "predict", "Classify images, or predict a sequence's frames, with a checkpoint");
   cmd->add_option("checkpoint", o->checkpoint, "A checkpoint written by epoch train")->required();
   cmd->add_option("inputs", o->inputs,
-                  "JPEG or PNG files, or idx:PATH:INDEX; for a video model, sequence folders")
+                  "JPEG or PNG files, or idx:PATH:INDEX; for a video model, sequence folders "
+                  "(SEQUENCE_DIR: a folder of one sequence's frames)")
       ->required();
   cmd->add_option(
       "--out", o->out,
-      "Video models: the folder for the predicted frames (default: SEQUENCE/predicted)");
+      "Video models: the folder for the predicted frames (default: SEQUENCE/predicted); "
+      "refused when it already holds predicted frames (pred_*.png) unless --overwrite");
+  cmd->add_flag("--overwrite", o->overwrite,
+                "Video models: replace the predicted frames (pred_*.png) already in the --out "
+                "folder");
   cmd->add_flag("--json", o->json, "One JSON line per input");
   cmd->callback([o, &exit_code] { exit_code = run_predict(*o); });
 }

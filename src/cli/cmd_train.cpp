@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
@@ -32,6 +33,18 @@ double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+/// "1234", "12.3", "0.42": a rate with the digits that matter, so a slow one never reads as 0.
+std::string format_rate(double per_s) {
+  char text[64];
+  if (per_s >= 100)
+    std::snprintf(text, sizeof text, "%.0f", per_s);
+  else if (per_s >= 1)
+    std::snprintf(text, sizeof text, "%.1f", per_s);
+  else
+    std::snprintf(text, sizeof text, "%.2g", per_s);
+  return text;
 }
 
 /// `base` (the model's recipe, or a resumed run's configuration), then every flag given on
@@ -135,8 +148,15 @@ int run_train(TrainOptions& o) {
                   100.0 * r.test_accuracy, r.eval_name.c_str(), r.test_loss);
     else
       std::printf("%s loss: %.5f\n", r.eval_name.c_str(), r.test_loss);
-    std::printf("throughput:    %.0f images/s (training), wall time %.1f s, peak memory %.0f MiB\n",
-                r.images_per_s, r.wall_s, peak_rss_mib());
+    // A video model's samples are windows of frames: its rate in frames (a few windows a
+    // second would print as 0 images/s).
+    const bool video = r.frames_per_sample > 1;
+    const std::string rate =
+        video ? format_rate(r.frames_per_s) + " frames/s (" + format_rate(r.images_per_s) +
+                    " windows of " + std::to_string(r.frames_per_sample) + " frames/s, training)"
+              : format_rate(r.images_per_s) + " images/s (training)";
+    std::printf("throughput:    %s, wall time %.1f s, peak memory %.0f MiB\n", rate.c_str(),
+                r.wall_s, peak_rss_mib());
     std::printf("input:         %.0f%% of training time waiting for data\n",
                 100.0 * r.data_wait_fraction);
     if (r.skipped_images > 0)

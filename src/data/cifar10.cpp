@@ -2,7 +2,6 @@
 // pixel is used, records unpacked in parallel) and atomic writing of the same files.
 #include "epoch/data/cifar10.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <utility>
 
 #include "epoch/tensor/error.h"
@@ -24,6 +22,9 @@ namespace fs = std::filesystem;
 constexpr std::int64_t kPixelBytes = 3 * 32 * 32;       // one image, channel-planar
 constexpr std::int64_t kRecordBytes = 1 + kPixelBytes;  // label byte + pixels
 constexpr int kMaxTrainFiles = 5;
+// The largest batch file read (the real ones are 30.7 MB) and batches.meta.txt (10 short lines).
+constexpr std::uint64_t kMaxBatchFileBytes = std::uint64_t{4} << 30;
+constexpr std::uint64_t kMaxMetaFileBytes = std::uint64_t{1} << 20;
 
 /// Throws IoError "path: problem [at file:line]", the format EPOCH_THROW uses (the builtins,
 /// not std::source_location, which the fuzz build's clang cannot compile with libstdc++).
@@ -70,11 +71,10 @@ void unpack_records(const std::uint8_t* records,  // (n, 3073)
   }
 }
 
-/// Reads the whole of `path` into `out` with one read loop; `expected` is its size from stat.
-void read_whole_file(const std::string& path, std::uint64_t expected,
+/// Reads the whole of the open `path` into `out` with one read loop; `expected` is its size at
+/// open.
+void read_whole_file(const FileDescriptor& fd, const std::string& path, std::uint64_t expected,
                      std::vector<std::uint8_t>& out) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail(path, "cannot open: " + errno_text(errno));
   out.resize(expected);
   std::uint64_t got = 0;
   while (got < expected) {
@@ -89,13 +89,28 @@ void read_whole_file(const std::string& path, std::uint64_t expected,
   }
 }
 
-/// The class names of batches.meta.txt in `dir` when it holds exactly 10 non-empty lines.
+/// Whether `path` names something (a dangling link names nothing); IoError when that cannot be
+/// told.
+bool present(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT) return false;
+  fail(path, "cannot stat: " + errno_text(errno));
+}
+
+/// The class names of batches.meta.txt in `dir` when it holds exactly 10 non-empty lines. A
+/// batches.meta.txt that is not a small regular file (a FIFO, a device, a folder) is an IoError.
 std::vector<std::string> meta_class_names(const std::string& dir) {
-  std::ifstream in(fs::path(dir) / "batches.meta.txt");
-  if (!in) return cifar10_class_names();
+  const std::string path = (fs::path(dir) / "batches.meta.txt").string();
+  if (!present(path)) return cifar10_class_names();
+  const std::string text = read_text_file(path, kMaxMetaFileBytes);
   std::vector<std::string> names;
-  std::string line;
-  while (std::getline(in, line) && names.size() <= 10) {
+  std::size_t begin = 0;
+  while (begin < text.size() && names.size() <= 10) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(begin, end - begin);
+    begin = end + 1;
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos) continue;
     const auto last = line.find_last_not_of(" \t\r");
@@ -134,20 +149,19 @@ ImageDataset load_cifar10(const std::string& dir, const std::string& split) {
   } else {
     candidates.push_back("test_batch.bin");
   }
-  // Sizes first, so every file is checked before anything large is allocated.
+  // Every file opened and its size checked first, before anything large is allocated; each
+  // must be a regular file (a FIFO or device such as /dev/zero is refused at once, unread).
   std::vector<std::string> files;
+  std::vector<FileDescriptor> fds;
   std::vector<std::uint64_t> sizes;
   for (const std::string& name : candidates) {
     const std::string path = (fs::path(dir) / name).string();
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-      if (errno == ENOENT) continue;
-      fail(path, "cannot stat: " + errno_text(errno));
-    }
-    if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a file");
-    check_record_bytes(path, static_cast<std::uint64_t>(st.st_size));
+    if (!present(path)) continue;
+    std::uint64_t size = 0;
+    fds.push_back(open_regular_file(path, kMaxBatchFileBytes, &size));
+    check_record_bytes(path, size);
     files.push_back(path);
-    sizes.push_back(static_cast<std::uint64_t>(st.st_size));
+    sizes.push_back(size);
   }
   if (files.empty()) {
     std::string looked;
@@ -168,7 +182,7 @@ ImageDataset load_cifar10(const std::string& dir, const std::string& split) {
   std::vector<std::uint8_t> buffer;
   std::int64_t at = 0;
   for (std::size_t f = 0; f < files.size(); ++f) {
-    read_whole_file(files[f], sizes[f], buffer);
+    read_whole_file(fds[f], files[f], sizes[f], buffer);
     const auto n = static_cast<std::int64_t>(sizes[f]) / kRecordBytes;
     check_labels(files[f], buffer.data(), n);
     unpack_records(buffer.data(), n, images + at * kPixelBytes, labels + at);

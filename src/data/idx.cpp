@@ -2,14 +2,16 @@
 // the payload is allocated, so a hostile header cannot make us allocate gigabytes.
 #include "data/idx.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <span>
 #include <vector>
+
+#include "epoch/tensor/file_io.h"
 
 namespace epoch::data {
 namespace {
@@ -44,6 +46,20 @@ const char* idx_type_name(unsigned code) {
     default:
       return "unknown";
   }
+}
+
+/// The bytes `in` has left, read and dropped, counting at most `limit` + 1 of them: a gzip
+/// stream may inflate to terabytes past the payload, and a message needs no more.
+template <typename Reader>
+std::size_t count_by_reading(Reader& in, std::size_t limit) {
+  std::vector<unsigned char> buffer(1u << 16);
+  std::size_t total = 0;
+  while (total <= limit) {
+    const std::size_t got = in.read(buffer.data(), buffer.size());
+    if (got == 0) break;
+    total += got;
+  }
+  return std::min(total, limit + 1);
 }
 
 /// ByteReader's interface over bytes in memory, raw or gzip (inflated as it is read, with the
@@ -102,16 +118,13 @@ class MemoryReader {
     return total;
   }
 
-  std::size_t count_rest() {
+  std::size_t count_rest(std::size_t limit) {
     if (!gzip_) {
       const std::size_t rest = bytes_.size() - pos_;
       pos_ = bytes_.size();
       return rest;
     }
-    std::vector<unsigned char> buffer(1u << 16);
-    std::size_t total = 0;
-    while (const std::size_t got = read(buffer.data(), buffer.size())) total += got;
-    return total;
+    return count_by_reading(*this, limit);
   }
 
   std::int64_t raw_remaining() const {
@@ -131,29 +144,27 @@ class MemoryReader {
 }  // namespace
 
 ByteReader::ByteReader(const std::string& path) : path_(path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a file");
-  raw_ = std::fopen(path.c_str(), "rb");
-  if (raw_ == nullptr) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  // A regular file within the bound, checked before anything reads: a FIFO, a device such as
+  // /dev/zero or a folder is refused at once instead of blocking or reading for ever.
+  std::uint64_t size = 0;
+  FileDescriptor fd = open_regular_file(path, kMaxIdxFileBytes, &size);
   unsigned char magic[2] = {0, 0};
-  const std::size_t got = std::fread(magic, 1, 2, raw_);
-  if (std::ferror(raw_)) {
-    std::fclose(raw_);
-    raw_ = nullptr;
-    fail(path, "cannot read");
-  }
+  ssize_t got = -1;
+  do {
+    got = ::pread(fd.get(), magic, 2, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) fail(path, std::string("read error: ") + std::strerror(errno));
   if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-    std::fclose(raw_);
-    raw_ = nullptr;
-    gzFile gz = gzopen(path.c_str(), "rb");
-    if (gz == nullptr) fail(path, std::string("cannot open as gzip: ") + std::strerror(errno));
+    gzFile gz = gzdopen(fd.get(), "rb");
+    if (gz == nullptr) fail(path, "cannot open as gzip: out of memory");
+    fd.release();  // gzclose_r closes it
     gzbuffer(gz, 1u << 18);
     gz_ = gz;
   } else {
-    std::rewind(raw_);
-    std::fseek(raw_, 0, SEEK_END);
-    raw_size_ = std::ftell(raw_);
-    std::rewind(raw_);
+    raw_ = ::fdopen(fd.get(), "rb");
+    if (raw_ == nullptr) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    fd.release();  // fclose closes it
+    raw_size_ = static_cast<std::int64_t>(size);
   }
 }
 
@@ -184,9 +195,11 @@ std::size_t ByteReader::read(void* out, std::size_t n) {
       const char* msg = gzerror(gz, &errnum);
       if (errnum == Z_BUF_ERROR) fail(path_, "gzip stream ends early (truncated file?)");
       if (errnum != Z_OK) {
-        // gzerror's text starts with the path, which fail() puts in front already.
+        // gzerror's text starts with what zlib calls the file ("<fd:3>", as gzdopen opened
+        // it); fail() puts the path in front instead.
         std::string text = msg != nullptr ? msg : "unknown error";
-        if (text.rfind(path_ + ": ", 0) == 0) text.erase(0, path_.size() + 2);
+        if (text.rfind("<fd:", 0) == 0 && text.find(">: ") != std::string::npos)
+          text.erase(0, text.find(">: ") + 3);
         fail(path_, "corrupt gzip data: " + text);
       }
       if (got <= 0) break;
@@ -195,11 +208,9 @@ std::size_t ByteReader::read(void* out, std::size_t n) {
   return total;
 }
 
-std::size_t ByteReader::count_rest() {
-  std::vector<unsigned char> buffer(1u << 16);
-  std::size_t total = 0;
-  while (const std::size_t got = read(buffer.data(), buffer.size())) total += got;
-  return total;
+std::size_t ByteReader::count_rest(std::size_t limit) {
+  if (raw_ != nullptr) return static_cast<std::size_t>(raw_remaining());
+  return count_by_reading(*this, limit);
 }
 
 std::int64_t ByteReader::raw_remaining() const {
@@ -282,9 +293,13 @@ Tensor parse_idx(Reader& in, const std::string& path) {
   if (got < nbytes)
     fail(path, "truncated IDX payload: expected " + std::to_string(nbytes) + " bytes for dims " +
                    shape_str(shape) + ", got " + std::to_string(got));
-  if (const std::size_t extra = in.count_rest())
-    fail(path, std::to_string(extra) + " trailing bytes after the " + std::to_string(nbytes) +
-                   "-byte IDX payload");
+  // A gzip stream is inflated no further than the header's dims say, and a little beyond to
+  // tell trailing bytes: a small file that inflates to terabytes ends here, not in a full read.
+  constexpr std::size_t kMaxTrailingCount = std::size_t{1} << 20;
+  if (const std::size_t extra = in.count_rest(kMaxTrailingCount))
+    fail(path, (extra > kMaxTrailingCount ? "more than " + std::to_string(kMaxTrailingCount)
+                                          : std::to_string(extra)) +
+                   " trailing bytes after the " + std::to_string(nbytes) + "-byte IDX payload");
   return t;
 }
 

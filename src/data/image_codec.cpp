@@ -4,14 +4,10 @@
 // tests/fuzz/).
 #include "epoch/data/image_codec.h"
 
-#include <fcntl.h>
 #include <png.h>
-#include <sys/stat.h>
 #include <turbojpeg.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "epoch/tensor/file_io.h"
@@ -442,30 +438,7 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
 }
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) EPOCH_THROW(IoError, path, ": no such file");
-    EPOCH_THROW(IoError, path, ": cannot open: ", std::strerror(errno));
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
-    EPOCH_THROW(IoError, path, ": cannot stat: ", std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) EPOCH_THROW(IoError, path, ": is a directory, not a file");
-  std::vector<std::uint8_t> bytes;
-  std::size_t got = 0;
-  bytes.resize(S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) : 0);
-  for (;;) {
-    if (got == bytes.size()) bytes.resize(std::max<std::size_t>(2 * bytes.size(), 1 << 16));
-    const ssize_t r = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      EPOCH_THROW(IoError, path, ": read error: ", std::strerror(errno));
-    }
-    if (r == 0) break;
-    got += static_cast<std::size_t>(r);
-  }
-  bytes.resize(got);
-  return bytes;
+  return read_regular_file(path, kMaxImageFileBytes);
 }
 
 Image read_image(const std::string& path, const DecodeOptions& options) {

@@ -1,9 +1,14 @@
 // Sequence folders, clips and their batches (see sequences.h).
 #include "epoch/data/sequences.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <utility>
 
 #include "epoch/data/augment.h"
 #include "epoch/data/image_codec.h"
@@ -27,18 +32,38 @@ bool is_frame_file(const fs::path& p) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
-/// A sequence's .jpg/.jpeg/.png files, sorted by name.
+/// A sequence's .jpg/.jpeg/.png entries, sorted by name. Entries that are not regular files (a
+/// link to a FIFO, to /dev/zero, to a folder, or a dangling one) are listed too: ClipReader
+/// refuses them as bad frames, warned about or failing by the --on-bad-image policy, where
+/// leaving them out would quietly close the gap they make in the sequence.
 std::vector<std::string> list_frames(const fs::path& seq) {
   std::error_code ec;
   std::vector<std::string> frames;
   for (const fs::directory_entry& e : fs::directory_iterator(seq, ec))
-    if (!hidden(e.path()) && is_frame_file(e.path()) && e.is_regular_file(ec))
-      frames.push_back(e.path().string());
+    if (!hidden(e.path()) && is_frame_file(e.path())) frames.push_back(e.path().string());
   if (ec) EPOCH_THROW(IoError, seq.string(), ": cannot list: ", ec.message());
   if (frames.empty())
     EPOCH_THROW(ConfigError, seq.string(), ": a sequence without .jpg, .jpeg or .png frames");
   std::sort(frames.begin(), frames.end());
   return frames;
+}
+
+/// IoError unless `dir` is a folder: "no such folder", or what it is instead.
+void require_folder(const std::string& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (fs::is_directory(st)) return;
+  if (!fs::exists(st)) EPOCH_THROW(IoError, dir, ": no such folder");
+  EPOCH_THROW(IoError, dir,
+              fs::is_regular_file(st) ? ": is a file, not a folder of sequences or frames"
+                                      : ": is not a folder (a FIFO, a device or a socket)");
+}
+
+/// The real folder at `p` (links followed) as (device, inode); nullopt when it cannot be stat'ed.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> identity(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+  return std::pair{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
 }  // namespace
@@ -49,16 +74,53 @@ std::int64_t SequenceFolder::total_frames() const {
   return n;
 }
 
-SequenceFolder scan_sequence_folder(const std::string& dir) {
+SequenceFolder scan_sequence_folder(const std::string& dir, Warnings* warnings) {
+  require_folder(dir);
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) EPOCH_THROW(IoError, dir, ": no such folder");
   SequenceFolder folder;
   folder.root = dir;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
-    if (!hidden(e.path()) && e.is_directory(ec))
-      folder.names.push_back(e.path().filename().string());
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    std::error_code entry_ec;  // a dangling link is no folder, not a listing error
+    if (!hidden(e.path()) && e.is_directory(entry_ec))
+      names.push_back(e.path().filename().string());
+  }
   if (ec) EPOCH_THROW(IoError, dir, ": cannot list: ", ec.message());
-  std::sort(folder.names.begin(), folder.names.end());
+  std::sort(names.begin(), names.end());
+  // Each real folder once: a sequence linked under a second name would train twice as often
+  // as the others. The real folder is kept over a link to it; among links, the first by name.
+  using Key = std::pair<std::uint64_t, std::uint64_t>;
+  std::map<Key, std::string> kept;
+  std::vector<std::string> unique;
+  const auto root_key = identity(dir);
+  for (const std::string& name : names) {
+    const fs::path p = fs::path(dir) / name;
+    const auto key = identity(p);
+    if (!key) {  // gone since it was listed
+      unique.push_back(name);
+      continue;
+    }
+    if (key == root_key) {
+      if (warnings != nullptr)
+        warnings->warn("linked sequences",
+                       p.string() + ": a link to the sequence folder itself, left out");
+      continue;
+    }
+    const auto [it, first] = kept.emplace(*key, name);
+    if (first) continue;
+    // The one kept so far or this one: the real folder wins over a link.
+    std::string dropped = name;
+    if (fs::is_symlink(fs::path(dir) / it->second, ec) && !fs::is_symlink(p, ec))
+      std::swap(dropped, it->second);
+    if (warnings != nullptr)
+      warnings->warn("linked sequences", (fs::path(dir) / dropped).string() +
+                                             ": the same sequence folder as " +
+                                             (fs::path(dir) / it->second).string() +
+                                             " (linked twice), read once");
+  }
+  for (const auto& [key, name] : kept) unique.push_back(name);
+  std::sort(unique.begin(), unique.end());
+  folder.names = std::move(unique);
   if (folder.names.empty())
     EPOCH_THROW(ConfigError, dir,
                 ": no sequence subfolders (a sequence folder holds one subfolder of frames per "
@@ -69,8 +131,7 @@ SequenceFolder scan_sequence_folder(const std::string& dir) {
 }
 
 SequenceFolder scan_one_sequence(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) EPOCH_THROW(IoError, dir, ": no such folder");
+  require_folder(dir);
   const fs::path path = fs::path(dir).lexically_normal();
   const fs::path seq = path.has_filename() ? path : path.parent_path();
   SequenceFolder folder;

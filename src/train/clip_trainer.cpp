@@ -67,13 +67,26 @@ ClipRun::ClipRun(const TrainConfig& config, Warnings& warnings_sink)
     EPOCH_THROW(ConfigError, "--batch-size ", c.run.batch_size, ": model ", spec.name,
                 " carries its state from one window of a sequence to the next, so it trains on "
                 "one sequence at a time (--batch-size 1)");
+  data = open_clip_data(c, &warnings);
+  check_window_fits(data, frames,
+                    c.run.tbptt > 0 ? "--tbptt " + std::to_string(frames)
+                                    : "model " + spec.name + "'s windows of " +
+                                          std::to_string(frames) + " frames");
   // One batch of windows is batch x frames frames.
   TrainConfig window_config = c;
   window_config.run.batch_size = c.run.batch_size * frames;
   models::ModelSpec frame_spec = spec;
   frame_spec.input.erase(frame_spec.input.begin());
-  check_batch_fits(window_config, frame_spec);
-  data = open_clip_data(c);
+  try {
+    check_batch_fits(window_config, frame_spec);
+  } catch (const ConfigError&) {
+    if (c.run.tbptt <= 0) throw;
+    // Its message names --batch-size with the frame count; the window length is the cause.
+    EPOCH_THROW(ConfigError, "--tbptt ", frames, " with --batch-size ", c.run.batch_size,
+                ": a batch of ", c.run.batch_size, " window(s) of ", frames, " frames of ",
+                spec.name, " inputs needs more than half of this machine's memory: pass a "
+                "smaller --tbptt");
+  }
   pre = preprocessing_for(c, spec);
   windows = windows_of(data.train, frames);
   if (c.data.limit_train > 0 && static_cast<std::int64_t>(windows.size()) > c.data.limit_train)

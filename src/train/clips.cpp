@@ -4,25 +4,27 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/data/image.h"
 #include "epoch/tensor/error.h"
+#include "epoch/tensor/file_io.h"
 
 namespace epoch::train {
 namespace {
 
 namespace fs = std::filesystem;
 
-/// baseline.json's previous-frame MSE of one split, when the file and the figure are there.
+/// baseline.json's previous-frame MSE of one split, when the file and the figure are there. A
+/// baseline.json that is not a regular JSON file within kMaxJsonFileBytes (a folder, a FIFO, a
+/// device) is an IoError naming it, refused without reading or waiting.
 std::optional<double> stored_baseline(const fs::path& file, const std::string& split) {
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return std::nullopt;
-  std::ifstream in(file);
+  if (!fs::exists(file, ec)) return std::nullopt;
+  const std::string text = read_text_file(file.string(), kMaxJsonFileBytes);
   try {
-    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json j = nlohmann::json::parse(text);
     if (!j.contains(split) || !j[split].contains("previous_frame_mse")) return std::nullopt;
     return j[split]["previous_frame_mse"].get<double>();
   } catch (const nlohmann::json::exception& e) {
@@ -43,9 +45,8 @@ data::SequenceFolder split_off(data::SequenceFolder& folder, std::size_t count) 
   return held;
 }
 
-}  // namespace
-
-ClipData open_clip_data(const TrainConfig& c) {
+/// open_clip_data without the check of --tbptt against the sequences.
+ClipData open_sequences(const TrainConfig& c, Warnings* warnings) {
   const std::string& dir = c.data.source;
   if (dir.empty() || dir == "synthetic" || dir == "mnist")
     EPOCH_THROW(ConfigError, "model ", c.run.model,
@@ -57,7 +58,7 @@ ClipData open_clip_data(const TrainConfig& c) {
   const fs::path root(dir);
   std::string val_dir;
   if (fs::is_directory(root / "train", ec)) {
-    d.train = data::scan_sequence_folder((root / "train").string());
+    d.train = data::scan_sequence_folder((root / "train").string(), warnings);
     for (const char* name : {"validation", "val", "test"})
       if (fs::is_directory(root / name, ec)) {
         val_dir = (root / name).string();
@@ -68,7 +69,7 @@ ClipData open_clip_data(const TrainConfig& c) {
     if (!val_dir.empty())
       d.val_baseline_mse = stored_baseline(root / "baseline.json", "validation");
   } else {
-    d.train = data::scan_sequence_folder(dir);
+    d.train = data::scan_sequence_folder(dir, warnings);
   }
   if (!c.data.val_data.empty()) {
     val_dir = c.data.val_data;
@@ -79,7 +80,7 @@ ClipData open_clip_data(const TrainConfig& c) {
     if (c.data.val_split > 0)
       EPOCH_THROW(ConfigError, "--val-split: ", dir, " already has validation sequences (", val_dir,
                   ")");
-    d.val = data::scan_sequence_folder(val_dir);
+    d.val = data::scan_sequence_folder(val_dir, warnings);
     return d;
   }
   if (c.data.val_split > 0) {
@@ -97,6 +98,28 @@ ClipData open_clip_data(const TrainConfig& c) {
   EPOCH_THROW(ConfigError, dir,
               ": no validation sequences (no train/ with validation/ beside it): pass --val-data "
               "DIR or --val-split F");
+}
+
+}  // namespace
+
+ClipData open_clip_data(const TrainConfig& c, Warnings* warnings) {
+  ClipData d = open_sequences(c, warnings);
+  if (c.run.tbptt > 0)
+    check_window_fits(d, c.run.tbptt, "--tbptt " + std::to_string(c.run.tbptt));
+  return d;
+}
+
+void check_window_fits(const ClipData& d, std::int64_t frames, const std::string& what) {
+  for (const data::SequenceFolder* folder : {&d.train, &d.val}) {
+    std::size_t longest = 0;
+    for (const auto& f : folder->frames) longest = std::max(longest, f.size());
+    const auto n = static_cast<std::int64_t>(longest);
+    if (frames > n)
+      EPOCH_THROW(ConfigError, what, ": longer than every ",
+                  folder == &d.train ? std::string("training") : d.val_name, " sequence of ",
+                  folder->root, " (the longest has ", n, " frames)",
+                  n >= 2 ? ": pass --tbptt " + std::to_string(n) + " or less" : std::string());
+  }
 }
 
 std::int64_t window_frames(const TrainConfig& c, const models::ModelSpec& spec) {
@@ -227,17 +250,48 @@ data::Image to_image(const float* frame, std::int64_t channels, std::int64_t hei
   return image;
 }
 
+/// ConfigError when `out_dir` is the sequence folder itself (its predictions would become
+/// frames), or already holds predicted frames (pred_*.png) and `overwrite` is not asked: a
+/// second prediction would silently replace some of them and leave others beside it.
+void check_prediction_folder(const std::string& out_dir, const std::string& sequence_dir,
+                             bool overwrite) {
+  std::error_code ec;
+  if (!fs::is_directory(out_dir, ec)) return;
+  if (fs::equivalent(out_dir, sequence_dir, ec))
+    EPOCH_THROW(ConfigError, out_dir,
+                ": is the sequence folder itself; its predicted frames would become frames of "
+                "the sequence: pass another --out");
+  if (overwrite) return;
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("pred_", 0) == 0 && it->path().extension() == ".png") found.push_back(name);
+  }
+  if (ec) EPOCH_THROW(IoError, out_dir, ": cannot list: ", ec.message());
+  if (found.empty()) return;
+  std::sort(found.begin(), found.end());
+  EPOCH_THROW(ConfigError, out_dir, ": already holds ", found.size(), " predicted frame",
+              found.size() == 1 ? "" : "s", " (", found.front(),
+              found.size() > 1 ? ", ..." : "",
+              "): pass another --out, remove them, or pass --overwrite to replace them");
+}
+
 }  // namespace
 
 PredictedFrames predict_sequence(models::Model& model, const data::Preprocessing& pre,
                                  const std::string& sequence_dir, std::int64_t frames,
-                                 std::string out_dir) {
+                                 std::string out_dir, bool overwrite) {
   EPOCH_CHECK(frames >= 1, "predict_sequence: windows need at least 1 frame, got ", frames);
+  std::error_code ec;
+  if (fs::exists(sequence_dir, ec) && !fs::is_directory(sequence_dir, ec))
+    EPOCH_THROW(ConfigError, sequence_dir, ": not a folder; model ", model.spec().name,
+                " is a video model and predicts from a sequence folder (SEQUENCE_DIR holding "
+                "the sequence's frames as .png or .jpg files), not from single images");
   const data::SequenceFolder folder = data::scan_one_sequence(sequence_dir);
   const std::vector<std::string>& paths = folder.frames.front();
   const auto total = static_cast<std::int64_t>(paths.size());
   if (out_dir.empty()) out_dir = (fs::path(sequence_dir) / "predicted").string();
-  std::error_code ec;
+  check_prediction_folder(out_dir, sequence_dir, overwrite);
   fs::create_directories(out_dir, ec);
   if (ec) EPOCH_THROW(IoError, out_dir, ": cannot create: ", ec.message());
 

@@ -3,6 +3,8 @@
 #include "epoch/data/cifar10.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -144,6 +146,28 @@ TEST(Cifar10, EmptyTruncatedAndBadLabelFilesAreNamed) {
                   {"data_batch_2.bin", "record 1", "label 10"});
   fs::create_directory(dir / "data_batch_4.bin");
   expect_io_error([&] { load_cifar10(dir.path(), "train"); }, {"data_batch_4.bin", "directory"});
+}
+
+TEST(Cifar10, FifosDevicesAndFoldersAreRefusedWithoutReading) {
+  alarm(20);  // a FIFO used to block the loader for ever (batches.meta.txt's too)
+  testing::TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "test_batch.bin").c_str(), 0600), 0);
+  expect_io_error([&] { load_cifar10(dir.path(), "test"); },
+                  {dir / "test_batch.bin", "is a FIFO, not a regular file"});
+  fs::create_symlink("/dev/zero", dir / "data_batch_1.bin");
+  expect_io_error([&] { load_cifar10(dir.path(), "train"); },
+                  {dir / "data_batch_1.bin", "is a character device"});
+  fs::remove(dir / "data_batch_1.bin");
+  fs::create_directory(dir / "data_batch_1.bin");
+  expect_io_error([&] { load_cifar10(dir.path(), "train"); },
+                  {dir / "data_batch_1.bin", "is a directory"});
+  fs::remove(dir / "data_batch_1.bin");
+  write_bytes(dir / "data_batch_1.bin", record(3, 0));
+  EXPECT_EQ(load_cifar10(dir.path(), "train").images.size(0), 1);
+  ASSERT_EQ(::mkfifo((dir / "batches.meta.txt").c_str(), 0600), 0);
+  expect_io_error([&] { load_cifar10(dir.path(), "train"); },
+                  {dir / "batches.meta.txt", "is a FIFO"});
+  alarm(0);
 }
 
 TEST(Cifar10, ParseRecordsChecksLikeTheLoader) {

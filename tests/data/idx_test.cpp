@@ -3,6 +3,7 @@
 #include "epoch/data/idx.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -187,7 +188,34 @@ TEST_F(IdxTest, EmptyFileDirectoryAndMissingFile) {
   write_raw(path("empty"), "");
   expect_error(path("empty"), "empty file");
   expect_error(dir_.string(), "is a directory");
-  expect_error(path("missing"), "cannot open");
+  expect_error(path("missing"), "no such file");
+}
+
+TEST_F(IdxTest, FifosAndDevicesAreRefusedWithoutReading) {
+  alarm(20);  // the old reader blocked on a FIFO for ever and read /dev/zero to the end
+  ASSERT_EQ(::mkfifo(path("pipe").c_str(), 0600), 0);
+  expect_error(path("pipe"), "is a FIFO, not a regular file");
+  fs::create_symlink("/dev/zero", path("zero.idx"));
+  expect_error(path("zero.idx"), "is a character device, not a regular file");
+  expect_error("/dev/zero", "is a character device");
+  alarm(0);
+}
+
+TEST_F(IdxTest, AGzipStreamIsInflatedNoFurtherThanItsDimsAndALittleMore) {
+  // 64 MB of zeros after a 4-byte payload inflate from 64 KB of gzip; counting them all is
+  // what a bomb of terabytes would make the reader do. The count stops past 1 MiB.
+  const std::string bomb = idx_bytes(0x08, {4}, "abcd") + std::string(std::size_t{64} << 20, '\0');
+  write_gz(path("bomb.gz"), bomb);
+  EXPECT_LT(fs::file_size(path("bomb.gz")), std::uintmax_t{1} << 20);
+  expect_error(path("bomb.gz"), "more than 1048576 trailing bytes after the 4-byte IDX payload");
+  const std::string gz = read_raw(path("bomb.gz"));
+  try {
+    read_idx_bytes({reinterpret_cast<const std::uint8_t*>(gz.data()), gz.size()}, "bomb");
+    ADD_FAILURE() << "read a gzip bomb";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 1048576 trailing bytes"), std::string::npos)
+        << e.what();
+  }
 }
 
 /// The outcome of one read, for comparing the file and in-memory readers: the tensor's shape

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 #include <png.h>
+#include <sys/stat.h>
 #include <turbojpeg.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -607,6 +609,35 @@ TEST(ImageCodec, MissingFileOrDirectoryIsNamed) {
   std::ofstream(dir / "empty.png").flush();
   EXPECT_THROW(read_image(dir / "empty.png"), IoError);
   EXPECT_EQ(read_file_bytes(dir / "notes.jpg").size(), 13u);
+}
+
+TEST(ImageCodec, FifosDevicesAndFoldersAreRefusedAtOnce) {
+  // Under the old reader /dev/zero grew without end and a FIFO blocked for ever: the alarm
+  // ends a regression in seconds.
+  alarm(20);
+  testing::TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "pipe.png").c_str(), 0600), 0);
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.jpg");
+  std::filesystem::create_directory(dir / "folder.png");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir / "pipe.png", ": is a FIFO, not a regular file"},
+      {dir / "zero.jpg", ": is a character device, not a regular file"},
+      {"/dev/zero", ": is a character device, not a regular file"},
+      {dir / "folder.png", ": is a directory, not a file"}};
+  for (const auto& [path, problem] : cases) {
+    for (const bool decode : {false, true}) {
+      try {
+        if (decode)
+          read_image(path);
+        else
+          read_file_bytes(path);
+        ADD_FAILURE() << "read " << path;
+      } catch (const IoError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(path + problem, 0), 0u) << e.what();
+      }
+    }
+  }
+  alarm(0);
 }
 
 TEST(ImageCodec, DecodesFromManyThreadsAtOnce) {

@@ -1,10 +1,13 @@
 // Sequence folders: scanning (order, hidden files, empty and missing folders), clip cutting, and
 // clip batches: the frames as written, resized to the model's size, identical for any thread
-// count, and corrupt, truncated or vanished frames skipped (their clip) or refused.
+// count, and corrupt, truncated or vanished frames skipped (their clip) or refused; a sequence
+// linked twice read once, and frames that are FIFOs or devices refused without blocking.
 #include "epoch/data/sequences.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -161,6 +164,92 @@ TEST(Sequences, ABadFrameSkipsItsClipOrFailsTheBatch) {
   }
   fs::remove(f.frames[0][1]);  // a frame that vanished after the scan
   EXPECT_EQ(reader.read({{0, 0}, {0, 2}}).clips, (std::vector<Clip>{{0, 2}}));
+}
+
+TEST(Sequences, ASequenceLinkedTwiceIsReadOnceWithAWarning) {
+  testing::TempDir dir;
+  write_frames(dir.path(), {3, 4});
+  fs::create_directory_symlink(dir / "s1", dir / "a_copy");  // sorts before the real s1
+  fs::create_directory_symlink(dir.path(), dir / "z_root");  // the folder itself
+  Warnings warnings(nullptr);
+  const SequenceFolder f = scan_sequence_folder(dir.path(), &warnings);
+  EXPECT_EQ(f.names, (std::vector<std::string>{"s0", "s1"}));  // the real folder kept
+  EXPECT_EQ(f.total_frames(), 7);
+  EXPECT_EQ(warnings.count("linked sequences"), 2);
+  // The message names the link and what it duplicates.
+  std::FILE* text = std::tmpfile();
+  ASSERT_NE(text, nullptr);
+  {
+    Warnings shown(text);
+    scan_sequence_folder(dir.path(), &shown);
+  }
+  std::rewind(text);
+  std::string printed(4096, '\0');
+  printed.resize(std::fread(printed.data(), 1, printed.size(), text));
+  std::fclose(text);
+  EXPECT_NE(printed.find(dir / "a_copy" + ": the same sequence folder as " + (dir / "s1")),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find(dir / "z_root"), std::string::npos) << printed;
+  // Two links to a folder outside: the first by name is kept.
+  testing::TempDir other;
+  write_frames(other.path(), {5});
+  fs::create_directory_symlink(other / "s0", dir / "x1");
+  fs::create_directory_symlink(other / "s0", dir / "x2");
+  EXPECT_EQ(scan_sequence_folder(dir.path()).names,
+            (std::vector<std::string>{"s0", "s1", "x1"}));
+}
+
+TEST(Sequences, FramesThatAreFifosDevicesOrFoldersAreBadFramesAndNeverBlock) {
+  alarm(20);  // a FIFO frame used to be left out silently; one read would block for ever
+  testing::TempDir dir;
+  write_frames(dir.path(), {4, 4, 4});
+  ASSERT_EQ(::mkfifo((dir / "s0/frame_001b.png").c_str(), 0600), 0);
+  fs::create_symlink("/dev/zero", dir / "s1/frame_001b.png");
+  fs::create_directory(dir / "s2/frame_001b.png");
+  const SequenceFolder f = scan_sequence_folder(dir.path());
+  ASSERT_EQ(f.total_frames(), 15);  // listed: left out, they would close the gap unseen
+  EXPECT_EQ(fs::path(f.frames[0][2]).filename(), "frame_001b.png");
+  const ClipReader reader(f, gray(6, 8), 2);
+  std::FILE* text = std::tmpfile();
+  ASSERT_NE(text, nullptr);
+  {
+    Warnings warnings(text);
+    const ClipBatch b =
+        reader.read({{0, 0}, {0, 1}, {1, 2}, {2, 2}, {2, 3}, {0, 3}}, OnBadImage::skip, &warnings);
+    EXPECT_EQ(b.clips, (std::vector<Clip>{{0, 0}, {2, 3}, {0, 3}}));
+    EXPECT_EQ(warnings.count("bad images"), 3);
+  }
+  std::rewind(text);
+  std::string printed(8192, '\0');
+  printed.resize(std::fread(printed.data(), 1, printed.size(), text));
+  std::fclose(text);
+  EXPECT_NE(printed.find(f.frames[0][2] + ": is a FIFO"), std::string::npos) << printed;
+  EXPECT_NE(printed.find(f.frames[1][2] + ": is a character device"), std::string::npos)
+      << printed;
+  try {
+    reader.read({{2, 1}}, OnBadImage::fail);
+    FAIL() << "a folder was read as a frame";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(f.frames[2][2] + ": is a directory"), std::string::npos)
+        << e.what();
+  }
+  alarm(0);
+}
+
+TEST(Sequences, AFileIsNotASequenceFolder) {
+  testing::TempDir dir;
+  write_frames(dir.path(), {2});
+  for (const std::string& path : {dir / "s0/frame_000.png", std::string("/dev/null")}) {
+    try {
+      scan_one_sequence(path);
+      FAIL() << "scanned " << path;
+    } catch (const IoError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": is ", 0), 0u) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not a folder"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(scan_sequence_folder(dir / "s0/frame_000.png"), IoError);
 }
 
 }  // namespace

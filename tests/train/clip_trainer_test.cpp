@@ -128,8 +128,24 @@ TEST(ClipTrainer, BadSettingsAreOneClearErrorBeforeARunFolder) {
   one_frame.run.tbptt = 1;
   EXPECT_THROW(train(one_frame, stdout), ConfigError);
   TrainConfig too_long = video_config(data, dir / "d");
-  too_long.run.tbptt = 5;  // no sequence holds 5 frames
-  EXPECT_THROW(train(too_long, stdout), ConfigError);
+  for (const std::int64_t tbptt : {std::int64_t{5}, std::int64_t{1000000}}) {
+    too_long.run.tbptt = tbptt;  // no sequence holds 5 frames; a million would not fit memory
+    try {
+      train(too_long, stdout);
+      FAIL() << "trained on windows longer than every sequence";
+    } catch (const ConfigError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("--tbptt " + std::to_string(tbptt) + ": longer than every training "
+                          "sequence",
+                          0),
+                0u)
+          << msg;
+      EXPECT_NE(msg.find("(the longest has 4 frames): pass --tbptt 4 or less"), std::string::npos)
+          << msg;
+      EXPECT_EQ(msg.find("--batch-size"), std::string::npos) << msg;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "d"));  // refused before a run folder
+  }
   TrainConfig no_validation = video_config(data + "/train", dir / "e");
   EXPECT_THROW(train(no_validation, stdout), ConfigError);
   no_validation.data.val_split = 0.5;  // one of the two sequences held out

@@ -1,9 +1,12 @@
 // Video models' data and evaluation: the previous-frame baseline against a hand computation,
 // the windows and their continuity, the layouts --data accepts, evaluation with and without
-// carried state, and the predicted frames written for a sequence.
+// carried state, and the predicted frames written for a sequence (never over earlier ones
+// unasked, never from a single frame).
 #include "epoch/train/clips.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -106,6 +109,38 @@ TEST(ClipData, ReadsTrainAndValidationFoldersAndTheirBaseline) {
   EXPECT_THROW(open_clip_data(c), IoError);
 }
 
+TEST(ClipData, ABaselineThatIsNoRegularFileIsRefusedWithoutBlocking) {
+  alarm(20);  // a FIFO named baseline.json must not block
+  testing::TempDir dir;
+  const std::string root = small_video(dir, 2, 5);
+  fs::remove(root + "/baseline.json");
+  ASSERT_EQ(::mkfifo((root + "/baseline.json").c_str(), 0600), 0);
+  TrainConfig c;
+  c.data.source = root;
+  try {
+    open_clip_data(c);
+    FAIL() << "read a FIFO as baseline.json";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(root + "/baseline.json: is a FIFO"), std::string::npos)
+        << e.what();
+  }
+  fs::remove(root + "/baseline.json");
+  EXPECT_FALSE(open_clip_data(c).train_baseline_mse.has_value());  // no file, no baseline
+  alarm(0);
+}
+
+TEST(ClipData, ASequenceLinkedTwiceTrainsOnce) {
+  testing::TempDir dir;
+  const std::string root = small_video(dir, 2, 5);
+  fs::create_directory_symlink(root + "/train/seq_00000", root + "/train/seq_00000_again");
+  TrainConfig c;
+  c.data.source = root;
+  Warnings warnings(nullptr);
+  const ClipData d = open_clip_data(c, &warnings);
+  EXPECT_EQ(d.train.names, (std::vector<std::string>{"seq_00000", "seq_00001"}));
+  EXPECT_EQ(warnings.count("linked sequences"), 1);
+}
+
 TEST(EvaluateClips, TheBaselineIsOnTheFramesTheLossCounts) {
   testing::TempDir dir;
   const std::string root = small_video(dir, 1, 6);
@@ -176,6 +211,50 @@ TEST(PredictSequence, WritesOnePredictedFramePerFrame) {
   // The predictions are not frames of the sequence: scanning it again finds the same frames.
   EXPECT_EQ(data::scan_one_sequence(seq).frames[0].size(), 5u);
   EXPECT_THROW(predict_sequence(*model, frame_preprocessing(), dir / "nothing", 2), IoError);
+}
+
+TEST(PredictSequence, RefusesToOverwriteEarlierPredictionsUnlessAsked) {
+  testing::TempDir dir;
+  const std::string root = small_video(dir, 1, 3);
+  const std::string seq = root + "/validation/seq_00001";
+  const auto model = tiny_prednet(true);
+  const std::string out = dir / "pred";
+  predict_sequence(*model, frame_preprocessing(), seq, 2, out);
+  const auto written = fs::last_write_time(out + "/pred_frame_00000.png");
+  try {
+    predict_sequence(*model, frame_preprocessing(), seq, 2, out);
+    FAIL() << "overwrote earlier predictions";
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(out + ": already holds 3 predicted frames (pred_frame_00000.png", 0), 0u)
+        << msg;
+    EXPECT_NE(msg.find("--overwrite"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("another --out"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(fs::last_write_time(out + "/pred_frame_00000.png"), written);
+  EXPECT_EQ(predict_sequence(*model, frame_preprocessing(), seq, 2, out, true).files.size(), 3u);
+  // Other files in the folder are no predictions; the sequence itself is no place for them.
+  fs::create_directories(dir / "notes");
+  std::ofstream(dir / "notes/readme.txt") << "mine";
+  EXPECT_EQ(predict_sequence(*model, frame_preprocessing(), seq, 2, dir / "notes").files.size(),
+            3u);
+  EXPECT_THROW(predict_sequence(*model, frame_preprocessing(), seq, 2, seq, true), ConfigError);
+}
+
+TEST(PredictSequence, AFrameIsNoSequenceFolder) {
+  testing::TempDir dir;
+  const std::string root = small_video(dir, 1, 3);
+  const std::string frame = root + "/validation/seq_00001/frame_00000.png";
+  const auto model = tiny_prednet(true);
+  try {
+    predict_sequence(*model, frame_preprocessing(), frame, 2);
+    FAIL() << "predicted from a single frame";
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(frame + ": not a folder", 0), 0u) << msg;
+    EXPECT_NE(msg.find("sequence folder (SEQUENCE_DIR"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("no such folder"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

@@ -22,7 +22,9 @@ std::vector<std::string> cifar10_class_names();
 /// ensures: images (N, 3, 32, 32) u8, labels (N) i32 in [0, 10), num_classes 10.
 /// Throws InvalidArgument for another split; IoError naming the file when a file is missing
 /// (listing the names looked for), empty, not a whole number of records ("truncated: 12345
-/// bytes is not a multiple of 3073"), or holds a label above 9 (naming the record).
+/// bytes is not a multiple of 3073"), holds a label above 9 (naming the record), or is not a
+/// regular file (a folder, a FIFO or a device such as /dev/zero, batches.meta.txt included:
+/// refused at once, never read or waited on).
 ImageDataset load_cifar10(const std::string& dir, const std::string& split);
 
 /// The records of one CIFAR-10 binary file already in memory, named `name` in errors; the same

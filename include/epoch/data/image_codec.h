@@ -49,7 +49,9 @@ struct DecodeOptions {
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
                    const DecodeOptions& options = {});
 
-/// The whole file (IoError naming it when missing, unreadable or a directory).
+/// The whole of an image file: a regular file of at most kMaxImageFileBytes (IoError naming it
+/// when missing, unreadable, a directory, a FIFO or device, which are refused without blocking,
+/// or larger than that).
 std::vector<std::uint8_t> read_file_bytes(const std::string& path);
 
 /// read_file_bytes + decode_image, errors naming `path`.

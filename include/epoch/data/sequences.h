@@ -21,13 +21,18 @@ struct SequenceFolder {
   std::int64_t total_frames() const;
 };
 
-/// Scans `dir`: every subfolder not starting with '.' is a sequence; its .jpg/.jpeg/.png files
-/// (any case, not in deeper folders) are its frames. IoError for a missing or unlistable folder;
-/// ConfigError (naming it) for a folder without sequence subfolders or a sequence without frames.
-SequenceFolder scan_sequence_folder(const std::string& dir);
+/// Scans `dir`: every subfolder not starting with '.' is a sequence; its .jpg/.jpeg/.png entries
+/// (any case, not in deeper folders) are its frames. Each real folder is one sequence: one
+/// linked under a second name (or a link to `dir` itself) is read once, with a warning of kind
+/// "linked sequences" naming the link (when `warnings` is given). Frame entries that are not
+/// regular files (links to a FIFO, a device, a folder) are listed, for ClipReader to refuse as
+/// bad frames. IoError for a missing, unlistable or non-folder `dir`; ConfigError (naming it)
+/// for a folder without sequence subfolders or a sequence without frames.
+SequenceFolder scan_sequence_folder(const std::string& dir, Warnings* warnings = nullptr);
 
 /// One sequence: `dir`'s frames, as a folder holding that one sequence (root: dir's parent).
-/// IoError for a missing folder; ConfigError for one without frames.
+/// IoError for a missing folder or one that is not a folder; ConfigError for one without
+/// frames.
 SequenceFolder scan_one_sequence(const std::string& dir);
 
 /// `length` consecutive frames of one sequence, from frame `first`.
@@ -52,7 +57,8 @@ struct ClipBatch {
 class ClipReader {
  public:
   ClipReader(const SequenceFolder& folder, Preprocessing preprocessing, std::int64_t length);
-  /// The clips as one batch. A clip with a corrupt, truncated or missing frame is left out
+  /// The clips as one batch. A clip with a corrupt, truncated or missing frame, or one that is
+  /// not a regular file (a FIFO, a device, a folder: refused without reading), is left out
   /// (skip: a warning naming the file, of kind "bad images", when `warnings` is given) or
   /// throws IoError naming the first such frame of the batch (fail): a sequence with a frame
   /// missing would teach wrong motion. Clips outside the folder: InvalidArgument.

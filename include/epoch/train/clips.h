@@ -29,8 +29,16 @@ struct ClipData {
 /// `--data DIR`: DIR/train and DIR/validation (or val/, test/) sequence folders, or DIR itself
 /// with --val-data DIR2 or --val-split F (the last F of its sequences held out, at least one).
 /// ConfigError naming the folder and the fix when there is no validation data or a split would
-/// leave no training sequence; IoError for an unreadable folder or baseline.json.
-ClipData open_clip_data(const TrainConfig& config);
+/// leave no training sequence, or when --tbptt asks for windows longer than every training or
+/// every validation sequence (check_window_fits); IoError for an unreadable folder or
+/// baseline.json (one that is not a regular file included). A sequence linked twice is read
+/// once, warned about through `warnings` when given (data::scan_sequence_folder).
+ClipData open_clip_data(const TrainConfig& config, Warnings* warnings = nullptr);
+
+/// ConfigError "`what`: longer than every training sequence of DIR (the longest has N frames):
+/// pass --tbptt N or less" (or validation) when windows of `frames` frames fit in no training
+/// or no validation sequence: there would be nothing to train or evaluate on.
+void check_window_fits(const ClipData& data, std::int64_t frames, const std::string& what);
 
 /// The frames per window a video model trains on: --tbptt K, else the model's sequence length.
 std::int64_t window_frames(const TrainConfig& config, const models::ModelSpec& spec);
@@ -78,9 +86,12 @@ struct PredictedFrames {
 /// Runs `model` over the frames of one sequence folder (in name order, in windows of `frames`
 /// with state carried between them where the model carries state) and writes its prediction
 /// of each frame t, made from the frames before t, as `out_dir`/pred_<name>.png (out_dir
-/// empty: `sequence_dir`/predicted). IoError naming the file for an unreadable frame.
+/// empty: `sequence_dir`/predicted). IoError naming the file for an unreadable frame;
+/// ConfigError when `sequence_dir` is a file rather than a sequence folder, when out_dir is the
+/// sequence folder itself, or when out_dir already holds pred_*.png files and `overwrite` is
+/// false (nothing is written then).
 PredictedFrames predict_sequence(models::Model& model, const data::Preprocessing& pre,
                                  const std::string& sequence_dir, std::int64_t frames,
-                                 std::string out_dir = "");
+                                 std::string out_dir = "", bool overwrite = false);
 
 }  // namespace epoch::train
