@@ -142,6 +142,9 @@ SafetensorsFile read_last_checkpoint(const std::string& run_dir) {
       EPOCH_THROW(IoError, run_dir,
                   ": the run stopped before its first checkpoint, so there is nothing to resume; "
                   "remove the folder or choose another --out");
+    case RunState::foreign:
+      EPOCH_THROW(IoError, run_dir, ": not an epoch run (it holds ", describe_contents(run_dir),
+                  "), so there is nothing to resume");
     case RunState::checkpointed:
       break;
   }
