@@ -54,15 +54,15 @@ PredNet::PredNet(ModelSpec spec, const PredNetConfig& config)
     o.forget_bias = c.forget_bias;
     const std::int64_t in = 2 * c.stack[l] + (l + 1 < layers ? c.r_stack[l + 1] : 0);
     r_.push_back(std::make_shared<nn::ConvLstm2d>(in, c.r_stack[l], o));
-    register_module("r" + std::to_string(l), r_.back());
+    register_module(std::string("r").append(std::to_string(l)), r_.back());
   }
   for (std::int64_t l = 0; l < layers; ++l) {
     ahat_.push_back(nn::Conv2d::same(c.r_stack[l], c.stack[l], c.kernel));
-    register_module("ahat" + std::to_string(l), ahat_.back());
+    register_module(std::string("ahat").append(std::to_string(l)), ahat_.back());
   }
   for (std::int64_t l = 0; l + 1 < layers; ++l) {
     a_.push_back(nn::Conv2d::same(2 * c.stack[l], c.stack[l + 1], c.kernel));
-    register_module("a" + std::to_string(l), a_.back());
+    register_module(std::string("a").append(std::to_string(l)), a_.back());
   }
 }
 

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 // dir/<seq>/frame_<t>.png: frame t of sequence s has every pixel 10 s + t (gray 8x6).
 void write_frames(const std::string& dir, const std::vector<std::int64_t>& lengths) {
   for (std::size_t s = 0; s < lengths.size(); ++s) {
-    const fs::path seq = fs::path(dir) / ("s" + std::to_string(s));
+    const fs::path seq = fs::path(dir) / std::string("s").append(std::to_string(s));
     fs::create_directories(seq);
     for (std::int64_t t = 0; t < lengths[s]; ++t) {
       Image img;

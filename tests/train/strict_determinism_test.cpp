@@ -52,7 +52,7 @@ TEST_P(StrictModel, SameWeightsAtOneTwoAndThreeThreads) {
   for (int threads : {2, 3}) {
     SCOPED_TRACE(::testing::Message() << threads << " threads against 1");
     const std::string many =
-        train(short_run(GetParam(), dir / ("t" + std::to_string(threads)), threads), stdout)
+        train(short_run(GetParam(), dir / std::string("t").append(std::to_string(threads)), threads), stdout)
             .checkpoint;
     expect_same_checkpoint_tensors(one, many);
   }
@@ -81,7 +81,7 @@ TEST(StrictDeterminism, SameWeightsAtZeroAndTwoLoaderWorkers) {
     }
   std::string checkpoints[2];
   for (int workers : {0, 2}) {
-    TrainConfig c = short_run("catdog", dir / ("w" + std::to_string(workers)), 2);
+    TrainConfig c = short_run("catdog", dir / std::string("w").append(std::to_string(workers)), 2);
     c.data.source = dir / "data";  // the recipe's augmentation: crops and flips in the workers
     c.data.workers = workers;
     c.data.val_split = 0.25;
