@@ -65,11 +65,13 @@ test-tsan: deps
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors fuzz_cifar10 fuzz_checkpoint fuzz_report
 
+# (-march=x86-64-v3: the CPU layer's AVX2 kernels, which fuzz_checkpoint and fuzz_report link,
+# are compiled for AVX2 as in the Release build.)
 fuzz: deps
 	@command -v clang++ >/dev/null || { echo "make fuzz needs clang: apt-get install clang"; exit 1; }
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DEPOCH_FUZZ=ON -DEPOCH_CUDA=OFF \
-	  -DEPOCH_ONEDNN=OFF -DEPOCH_BUILD_BENCHMARKS=OFF
+	  -DEPOCH_ONEDNN=OFF -DEPOCH_BUILD_BENCHMARKS=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3
 	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t build-fuzz/artifacts/$$t; \

@@ -332,9 +332,10 @@ void initialize(Module& module, std::uint64_t seed) {
   for (auto& [name, t] : module.parameters()) {
     Tensor host = Tensor::empty(t.shape());
     float* p = host.f32();
-    const auto ends_with = [&](std::string_view end) {
-      return name.size() >= end.size() &&
-             name.compare(name.size() - end.size(), end.size(), end) == 0;
+    const std::string& path = name;  // (clang 14 cannot capture a structured binding)
+    const auto ends_with = [&path](std::string_view end) {
+      return path.size() >= end.size() &&
+             path.compare(path.size() - end.size(), end.size(), end) == 0;
     };
     if (ends_with("bias") || ends_with("_peephole")) {
       std::fill_n(p, host.numel(), 0.0f);
