@@ -2,8 +2,9 @@
 // file or a CIFAR-10 batch ends in one line at once (never a read without end or a wait for a
 // writer), and the video commands' own traps: a sequence linked twice, a frame that is a FIFO,
 // a frame given for a sequence folder, predictions written over earlier ones, a window longer
-// than every sequence, and a throughput line that read 0. Every command runs under timeout(1)
-// so that a regression fails in seconds instead of hanging the suite.
+// than every sequence, and a throughput line that read 0. Every command runs under timeout(1):
+// one given a hostile input fails in seconds instead of hanging the suite, one that trains or
+// predicts has room for the sanitizer build.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -25,10 +26,16 @@ CommandResult run_bounded(const std::string& args, const testing::TempDir& dir) 
   return testing::run_epoch(args, dir, "timeout 20");
 }
 
+/// A command that does real work (training, predicting a sequence): its bound leaves room for
+/// the sanitizer build, whose training runs several times slower.
+CommandResult run_working(const std::string& args, const testing::TempDir& dir) {
+  return testing::run_epoch(args, dir, "timeout 600");
+}
+
 TEST(ReadBoundsCli, PredictRefusesDevicesFifosAndFoldersAtOnce) {
   testing::TempDir dir;
   const std::string run = dir / "run";
-  const CommandResult t = run_bounded(
+  const CommandResult t = run_working(
       "train --data synthetic --synthetic-count 128 --epochs 1 --batch-size 32 --threads 1 "
       "--quiet --out " +
           run,
@@ -69,7 +76,7 @@ TEST(ReadBoundsCli, ACifarBatchThatIsAFifoIsRefusedAtOnce) {
 TEST(ReadBoundsCli, VideoSequencesFramesAndPredictions) {
   testing::TempDir dir;
   const std::string data = dir / "video";
-  ASSERT_EQ(run_bounded("data synth --kind video --sequences 2 --val-sequences 1 --frames 4 "
+  ASSERT_EQ(run_working("data synth --kind video --sequences 2 --val-sequences 1 --frames 4 "
                         "--size 32x24 --out " +
                             data,
                         dir)
@@ -84,7 +91,7 @@ TEST(ReadBoundsCli, VideoSequencesFramesAndPredictions) {
   // A sequence linked under a second name trains once, with a warning naming the link.
   fs::create_directory_symlink(data + "/train/seq_00000", data + "/train/seq_00000_again");
   const std::string run = dir / "run";
-  const CommandResult t = run_bounded("train --model prednet-study --data " + data +
+  const CommandResult t = run_working("train --model prednet-study --data " + data +
                                           " --tbptt 2 --epochs 1 --threads 2 --out " + run,
                                       dir);
   ASSERT_EQ(t.exit_code, 0) << t.err;
@@ -111,12 +118,12 @@ TEST(ReadBoundsCli, VideoSequencesFramesAndPredictions) {
 
   // Predictions never replace earlier ones unasked.
   const std::string out = dir / "pred";
-  ASSERT_EQ(run_bounded("predict " + ckpt + " " + seq + " --out " + out, dir).exit_code, 0);
+  ASSERT_EQ(run_working("predict " + ckpt + " " + seq + " --out " + out, dir).exit_code, 0);
   const CommandResult again = run_bounded("predict " + ckpt + " " + seq + " --out " + out, dir);
   expect_one_line_error(again, 1, out + ": already holds 4 predicted frames (pred_frame_00000.png");
   EXPECT_NE(again.err.find("--overwrite"), std::string::npos) << again.err;
   const CommandResult replaced =
-      run_bounded("predict " + ckpt + " " + seq + " --out " + out + " --overwrite", dir);
+      run_working("predict " + ckpt + " " + seq + " --out " + out + " --overwrite", dir);
   EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
   const CommandResult help = run_bounded("predict --help", dir);
   EXPECT_NE(help.out.find("--overwrite"), std::string::npos) << help.out;
@@ -124,7 +131,7 @@ TEST(ReadBoundsCli, VideoSequencesFramesAndPredictions) {
   // A frame that is a FIFO is a bad frame: warned about and its window left out in eval,
   // fatal where every frame is needed (predict); never a wait for a writer.
   ASSERT_EQ(::mkfifo((seq + "/frame_00001b.png").c_str(), 0600), 0);
-  const CommandResult e = run_bounded("eval " + ckpt, dir);
+  const CommandResult e = run_working("eval " + ckpt, dir);
   EXPECT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NE(e.err.find(seq + "/frame_00001b.png: is a FIFO"), std::string::npos) << e.err;
   expect_one_line_error(
