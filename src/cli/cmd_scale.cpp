@@ -85,9 +85,7 @@ json run_ranks(const ScaleOptions& o, int np, const std::vector<std::string>& ar
 int usable_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)) > 0
-             ? static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))
-             : 1;
+  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 /// MemAvailable of /proc/meminfo in MiB (0 when unknown).

@@ -32,14 +32,16 @@ std::string mpirun(int np) {
          std::to_string(np) + " ";
 }
 
-// `mpirun -np N epoch ARGS` (or epoch alone for np 0), under timeout(1) so a hang fails.
-CommandResult run_job(int np, const std::string& args, const TempDir& dir, int timeout_s = 120) {
+// `mpirun -np N CMD` (or CMD alone for np 0), CMD a whole program line (MPMD contexts
+// included), under timeout(1) so a hang fails.
+CommandResult run_shell_job(int np, const std::string& cmd, const TempDir& dir,
+                            int timeout_s = 120) {
   const std::string err_file = dir / "stderr.txt";
-  const std::string cmd = "timeout " + std::to_string(timeout_s) + " " +
-                          (np > 0 ? mpirun(np) : std::string()) + EPOCH_TEST_BINARY + " " + args +
-                          " 2>" + err_file;
   CommandResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
+  FILE* pipe = popen(("timeout " + std::to_string(timeout_s) + " " +
+                      (np > 0 ? mpirun(np) : std::string()) + cmd + " 2>" + err_file)
+                         .c_str(),
+                     "r");
   if (pipe == nullptr) return r;
   char buf[4096];
   std::size_t n = 0;
@@ -51,22 +53,9 @@ CommandResult run_job(int np, const std::string& args, const TempDir& dir, int t
   return r;
 }
 
-// `mpirun -np N CMD` where CMD is a whole program line (MPMD contexts included).
-CommandResult run_shell_job(int np, const std::string& cmd, const TempDir& dir, int timeout_s) {
-  const std::string err_file = dir / "stderr.txt";
-  CommandResult r;
-  FILE* pipe = popen(
-      ("timeout " + std::to_string(timeout_s) + " " + mpirun(np) + cmd + " 2>" + err_file).c_str(),
-      "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream in(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return r;
+// `mpirun -np N epoch ARGS` (or epoch alone for np 0).
+CommandResult run_job(int np, const std::string& args, const TempDir& dir, int timeout_s = 120) {
+  return run_shell_job(np, std::string(EPOCH_TEST_BINARY) + " " + args, dir, timeout_s);
 }
 
 // The autoencoder: no dropout and no batch norm, so shards and one big batch see the same math.
