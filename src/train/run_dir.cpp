@@ -83,6 +83,13 @@ bool holds_only(const fs::path& dir, const std::string& except) {
   return !ec;
 }
 
+/// True when `dir` holds an epoch run: its record, or config.json (a run written before the
+/// record existed, or one that wrote nothing more).
+bool holds_a_run(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / kRunRecordName, ec) || fs::exists(dir / "config.json", ec);
+}
+
 }  // namespace
 
 RunDirLock::~RunDirLock() {
@@ -91,7 +98,7 @@ RunDirLock::~RunDirLock() {
   // A folder that holds no run (a refused one of other files) keeps none of the lock either.
   std::error_code ec;
   const fs::path d = dir_;
-  if (!fs::exists(d / kRunRecordName, ec) && !fs::exists(d / "config.json", ec)) {
+  if (!holds_a_run(d)) {
     fs::remove(d / ".lock", ec);
     fs::remove(d / "checkpoints", ec);  // only when empty
     if (holds_only(d, ""))
@@ -136,8 +143,7 @@ std::string describe_contents(const std::string& dir) {
 RunState run_state(const std::string& dir) {
   std::error_code ec;
   const fs::path d = dir;
-  const bool a_run = fs::exists(d / kRunRecordName, ec) || fs::exists(d / "config.json", ec);
-  if (!a_run) return holds_only(d, ".lock") ? RunState::empty : RunState::foreign;
+  if (!holds_a_run(d)) return holds_only(d, ".lock") ? RunState::empty : RunState::foreign;
   if (fs::exists(d / "checkpoints" / "last.safetensors", ec)) return RunState::checkpointed;
   return RunState::started;
 }
