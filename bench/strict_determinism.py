@@ -81,7 +81,7 @@ def bench(args, model, strict):
     if batch <= 16:
         cmd += ["--steps", "10", "--warmup", "3"]
     if strict:
-        cmd.append("--strict")
+        cmd += ["--determinism", "strict"]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"{model}: epoch bench failed: {run.stderr.strip()[-400:]}")

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "bench/bench_kernels.h"
 #include "epoch/autograd/autograd.h"
 #include "epoch/dist/process_group.h"
 #include "epoch/models/zoo.h"
@@ -49,10 +48,11 @@ nlohmann::json ComputeBenchResult::to_json() const {
   return {{"framework", "epoch"},
           {"model", config.model},
           {"batch_size", config.batch_size},
-          {"device", config.device},
+          {"device", config.execution.device},
           {"threads", threads_used},
-          {"kernels", ops::cpu_kernels_name(bench_kernels(config))},
-          {"conv_algorithm", ops::conv_algorithm_name(config.conv_algorithm)},
+          {"determinism", train::determinism_name(config.execution.determinism)},
+          {"kernels", ops::cpu_kernels_name(train::cpu_kernels_for(config.execution.determinism))},
+          {"conv_algorithm", ops::conv_algorithm_name(config.execution.conv_algorithm)},
           {"optimizer", config.optimizer},
           {"warmup", config.warmup},
           {"steps", config.steps},
@@ -81,10 +81,10 @@ ComputeBenchResult run_compute_bench(const ComputeBenchConfig& c) {
   if (c.batch_size < 1) EPOCH_THROW(ConfigError, "--batch-size must be at least 1");
   if (c.steps < 10) EPOCH_THROW(ConfigError, "--steps must be at least 10 (a median needs them)");
   if (c.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
-  const ops::ContextGuard context(ops::Context{bench_kernels(c), c.threads, c.conv_algorithm});
+  const ops::ContextGuard context(train::kernel_context(c.execution));
   std::shared_ptr<models::Model> model = models::build_model(c.model);
   nn::initialize(*model, c.seed);
-  const Device device = parse_device(c.device);
+  const Device device = parse_device(c.execution.device);
   model->to(device);
   optim::OptimizerConfig oc = optim::optimizer_defaults(c.optimizer);
   oc.lr = 1e-4f;

@@ -12,12 +12,12 @@
 #include <optional>
 #include <utility>
 
-#include "bench/bench_kernels.h"
 #include "bench/bench_util.h"
 #include "epoch/autograd/autograd.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/layers.h"
 #include "epoch/optim/optimizer.h"
+#include "epoch/tensor/device.h"
 #include "epoch/tensor/error.h"
 #include "epoch/train/step.h"
 
@@ -150,8 +150,9 @@ json LayerBenchResult::to_json() const {
           {"model", config.model},
           {"batch_size", config.batch_size},
           {"threads", threads_used},
-          {"kernels", ops::cpu_kernels_name(bench_kernels(config))},
-          {"conv_algorithm", ops::conv_algorithm_name(config.conv_algorithm)},
+          {"determinism", train::determinism_name(config.execution.determinism)},
+          {"kernels", ops::cpu_kernels_name(train::cpu_kernels_for(config.execution.determinism))},
+          {"conv_algorithm", ops::conv_algorithm_name(config.execution.conv_algorithm)},
           {"isa", isa},
           {"warmup", warmup_used},
           {"steps", steps_used},
@@ -183,7 +184,9 @@ LayerBenchResult run_layer_bench(const LayerBenchConfig& c) {
   if (c.steps != 0 && c.steps < 3)
     EPOCH_THROW(ConfigError, "--steps must be at least 3 with --layers");
   if (c.warmup < -1) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
-  const ops::ContextGuard context(ops::Context{bench_kernels(c), c.threads, c.conv_algorithm});
+  if (parse_device(c.execution.device).is_cuda())
+    EPOCH_THROW(ConfigError, "--layers times CPU layers only: drop --device");
+  const ops::ContextGuard context(train::kernel_context(c.execution));
   std::shared_ptr<models::Model> model = models::build_model(c.model);
   const auto* stack = dynamic_cast<const models::LayerStack*>(model.get());
   if (stack == nullptr)

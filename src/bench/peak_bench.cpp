@@ -9,6 +9,7 @@
 #include "bench/bench_util.h"
 #include "epoch/ops/backend.h"
 #include "epoch/ops/linear.h"
+#include "epoch/tensor/device.h"
 #include "epoch/tensor/error.h"
 
 namespace epoch::bench {
@@ -32,7 +33,9 @@ PeakBenchResult run_peak_bench(const PeakBenchConfig& c) {
   if (c.size < 1) EPOCH_THROW(ConfigError, "--peak-size must be at least 1");
   if (c.repeats < 1) EPOCH_THROW(ConfigError, "the peak needs at least one timed product");
   if (c.warmup < 0) EPOCH_THROW(ConfigError, "--warmup must be >= 0");
-  const ops::ContextGuard context(ops::Context{ops::CpuKernels::fast, c.threads});
+  if (parse_device(c.execution.device).is_cuda())
+    EPOCH_THROW(ConfigError, "--peak measures the CPU's matrix-multiply peak: drop --device");
+  const ops::ContextGuard context(train::kernel_context(c.execution));
   const std::int64_t n = c.size;
   const Tensor a = uniform_tensor({n, n}, 0, 0xa, -1.0f, 1.0f);
   const Tensor b = uniform_tensor({n, n}, 0, 0xb, -1.0f, 1.0f);

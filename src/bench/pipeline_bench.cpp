@@ -135,7 +135,7 @@ nlohmann::json EndToEndBenchResult::to_json() const {
   return {{"kind", "end_to_end"},
           {"model", config.model},
           {"data", config.data},
-          {"device", config.device},
+          {"device", config.execution.device},
           {"batch_size", config.batch_size},
           {"threads", threads_used},
           {"workers", workers_used},
@@ -164,13 +164,12 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   ComputeBenchConfig cc;
   cc.model = cfg.model;
   cc.batch_size = cfg.batch_size;
-  cc.device = cfg.device;
-  cc.threads = cfg.threads;
+  cc.execution = cfg.execution;
   cc.steps = std::max(cfg.steps / 2, 10);
   cc.seed = cfg.seed;
   r.compute_only_images_per_s = run_compute_bench(cc).train_images_per_s;
 
-  const ops::ContextGuard context(ops::Context{ops::cpu_kernels(), cfg.threads});
+  const ops::ContextGuard context(train::kernel_context(cfg.execution));
   r.threads_used = ops::num_threads();
   train::TrainConfig tc = data_config(cfg.model, cfg.data, cfg.cache_mib);
   tc.data.workers = cfg.workers;
@@ -181,7 +180,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   const data::Preprocessing pre = train::preprocessing_for(tc, model->spec());
   r.dataset_images = source.size();
   r.workers_used =
-      train::resolve_workers(tc, data, parse_device(cfg.device).is_cuda() ? 1 : r.threads_used);
+      train::resolve_workers(tc, data, parse_device(cfg.execution.device).is_cuda() ? 1 : r.threads_used);
   const auto* folder = dynamic_cast<const data::FolderSource*>(&source);
   if (folder && cfg.warm_cache && cfg.cache_mib > 0) {
     const data::DecodeOptions hint = data::decode_hint(pre, &tc.input.augment);
@@ -197,7 +196,7 @@ EndToEndBenchResult run_end_to_end_bench(const EndToEndBenchConfig& cfg) {
   }
   if (folder) r.cached_images = folder->cached_images();
 
-  const Device device = parse_device(cfg.device);
+  const Device device = parse_device(cfg.execution.device);
   nn::initialize(*model, cfg.seed);
   model->to(device);
   train::Step train_step(*model, tc.optimizer, nullptr, cfg.seed);

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "cli/flag_checks.h"
 #include "epoch/bench/compute_bench.h"
 #include "epoch/bench/layer_bench.h"
@@ -32,6 +33,7 @@ using json = nlohmann::json;
 
 struct BenchOptions {
   bench::ComputeBenchConfig config;
+  ConfigFlags flags;  // the execution flags but --threads (a list here)
   std::vector<std::int64_t> batch_sizes{64};
   std::vector<int> threads{0};
   std::vector<int> workers{-1};
@@ -123,7 +125,7 @@ void add_peak(json& row, const json* peak, std::initializer_list<const char*> fi
 json compute_row(const BenchOptions& o, std::int64_t batch, int threads, const json* peak) {
   bench::ComputeBenchConfig c = o.config;
   c.batch_size = batch;
-  c.threads = threads;
+  c.execution.threads = threads;
   if (o.compare.empty()) {
     json row = bench::run_compute_bench(c).to_json();
     add_peak(row, peak, {"train_gflops", "infer_gflops"});
@@ -157,15 +159,13 @@ json layers_row(const BenchOptions& o, std::int64_t batch, int threads, const js
   bench::LayerBenchConfig c;
   c.model = o.config.model;
   c.batch_size = batch;
-  c.threads = threads;
+  c.execution = o.config.execution;
+  c.execution.threads = threads;
   // --layers chooses its own counts unless given (see LayerBenchConfig): every layer is timed
   // apart and then the whole step, so a heavy model (deep-cnn) still finishes in time.
   c.warmup = o.warmup_given ? o.config.warmup : -1;
   c.steps = o.steps_given ? o.config.steps : 0;
   c.optimizer = o.config.optimizer;
-  c.reference_kernels = o.config.reference_kernels;
-  c.strict_kernels = o.config.strict_kernels;
-  c.conv_algorithm = o.config.conv_algorithm;
   c.seed = o.config.seed;
   json row = bench::run_layer_bench(c).to_json();
   if (peak != nullptr) {
@@ -182,7 +182,8 @@ json layers_row(const BenchOptions& o, std::int64_t batch, int threads, const js
 
 json peak_row(const BenchOptions& o, int threads) {
   bench::PeakBenchConfig p;
-  p.threads = threads;
+  p.execution = o.config.execution;
+  p.execution.threads = threads;
   p.size = o.peak_size;
   return bench::run_peak_bench(p).to_json();
 }
@@ -225,9 +226,9 @@ json end_to_end_row(const BenchOptions& o, std::int64_t batch, int threads, int 
   bench::EndToEndBenchConfig e;
   e.model = o.config.model;
   e.data = o.data;
-  e.device = o.config.device;
+  e.execution = o.config.execution;
+  e.execution.threads = threads;
   e.batch_size = batch;
-  e.threads = threads;
   e.workers = workers;
   e.prefetch = o.prefetch;
   e.cache_mib = o.cache_mib;
@@ -398,7 +399,7 @@ void print_end_to_end(const json& r) {
 
 // Flag combinations --layers and --peak cannot take: one line naming the flags.
 void check_combinations(const BenchOptions& o) {
-  const bool cpu = o.config.device == "cpu";
+  const bool cpu = o.config.execution.device == "cpu";
   if (o.layers && o.pipeline)
     EPOCH_THROW(ConfigError,
                 "--layers times the model's layers, --pipeline the input pipeline: "
@@ -523,7 +524,6 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--cold-cache", o->cold_cache, "Do not fill the decoded-image cache before timing");
   cmd->add_option("--prefetch", o->prefetch, "Batches prepared ahead")->capture_default_str();
-  cmd->add_option("--device", c.device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--warmup", c.warmup, "Untimed steps first (0 to 1000000)")
       ->capture_default_str()
       ->check(in_range(0, 1e6));
@@ -532,15 +532,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->check(in_range(1, 1e6));
   cmd->add_option("--optimizer", c.optimizer, "Optimizer of the training step")
       ->capture_default_str();
-  cmd->add_flag("--reference-kernels", c.reference_kernels, "Time the plain reference kernels");
-  cmd->add_flag("--strict", c.strict_kernels,
-                "Time --determinism strict's kernels (the same bits at every thread count)");
-  cmd->add_option_function<std::string>(
-         "--conv-algo",
-         [&c](const std::string& s) { c.conv_algorithm = ops::parse_conv_algorithm(s); },
-         "Convolution algorithms: auto (Winograd where it is faster) or direct")
-      ->check(CLI::IsMember({"auto", "direct"}))
-      ->default_str("auto");
+  // --device, --determinism, --conv-algo, --cudnn, --perturb as `epoch train` takes them.
+  add_execution_flags(*cmd, o->flags, {"--threads"});
+  add_replaced_flag(*cmd, "--strict", "--determinism strict", false);
+  add_replaced_flag(*cmd, "--reference-kernels", "--determinism reference", false);
   cmd->add_option("--compare", o->compare, "pytorch: run the PyTorch reference alternately");
   cmd->add_option("--repeats", o->repeats, "Alternating pairs for --compare")
       ->capture_default_str()
@@ -568,6 +563,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->group("");
   cmd->add_flag("--json", o->json, "Print JSON (one object, or an array when several)");
   cmd->callback([o, cmd, &exit_code] {
+    o->config.execution = execution_from_flags(o->flags, o->config.execution);
     o->model_given = cmd->count("--model") > 0;
     o->steps_given = cmd->count("--steps") > 0;
     o->warmup_given = cmd->count("--warmup") > 0;

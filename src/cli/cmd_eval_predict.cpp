@@ -1,11 +1,13 @@
-// `epoch eval CKPT` and `epoch predict CKPT INPUT...`: both use the model, weights and
-// preprocessing stored in the checkpoint.
+// `epoch eval CKPT` and `epoch predict CKPT INPUT...`: both use the model, weights,
+// preprocessing and kernels (the execution settings) stored in the checkpoint; the execution
+// flags given override its kernels.
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "cli/flag_checks.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/warnings.h"
@@ -21,16 +23,46 @@ struct EvalOptions {
   std::string checkpoint, data;
   std::int64_t batch_size = 0;  // 0: auto
   std::int64_t limit = 0;
-  int threads = 0;
+  ConfigFlags flags;  // the execution flags (--threads, --determinism, --conv-algo)
   bool json = false;
 };
+
+/// The flags of train's execution settings that a CPU evaluation takes (device, cuDNN and a
+/// perturbation of training are not).
+const std::vector<std::string> kNotForInference = {"--device", "--cudnn", "--perturb",
+                                                   "--perturb-seed"};
+
+/// The checkpoint's execution settings with the flags given on top, and the words that say
+/// what runs: "strict kernels, 2 threads".
+train::ExecutionConfig inference_execution(const ConfigFlags& flags, const train::TrainedModel& t) {
+  return execution_from_flags(flags, t.config.execution);
+}
+
+/// Adds the execution flags an inference takes, each defaulting to the checkpoint's setting.
+void add_inference_flags(CLI::App& cmd, ConfigFlags& flags) {
+  add_execution_flags(cmd, flags, kNotForInference);
+  for (CLI::Option* option : cmd.get_options()) {
+    const std::string name = option->get_name();
+    for (const train::ConfigField& f : train::config_fields())
+      if (f.execution && f.flag == name)
+        option->default_str("")->description(option->get_description() +
+                                             " (default: the checkpoint's)");
+  }
+  add_replaced_flag(cmd, "--cpu-kernels", "--determinism reference", true);
+}
+
+std::string describe_kernels(const train::ExecutionConfig& e) {
+  return std::string(train::determinism_name(e.determinism)) + " kernels, " +
+         std::to_string(ops::num_threads()) + " thread" + (ops::num_threads() == 1 ? "" : "s");
+}
 
 bool predicts_frames(const train::TrainedModel& t) {
   return t.model->spec().task == models::Task::frame_prediction;
 }
 
 /// A video model's evaluation: its loss and the previous-frame baseline on the same frames.
-int run_eval_clips(const EvalOptions& o, train::TrainedModel& t, const train::TrainConfig& c) {
+int run_eval_clips(const EvalOptions& o, train::TrainedModel& t, const train::TrainConfig& c,
+                   const train::ExecutionConfig& execution) {
   Warnings warnings(stderr);
   const train::ClipData d = train::open_clip_data(c, &warnings);
   const std::int64_t frames = train::window_frames(c, t.model->spec());
@@ -47,30 +79,34 @@ int run_eval_clips(const EvalOptions& o, train::TrainedModel& t, const train::Tr
                                        {"test_loss", r.loss},
                                        {"test_baseline_mse", r.baseline_mse},
                                        {"margin", r.baseline_mse - r.loss},
-                                       {"test_accuracy", nullptr}}
+                                       {"test_accuracy", nullptr},
+                                       {"determinism", train::determinism_name(execution.determinism)},
+                                       {"threads", ops::num_threads()}}
                             .dump()
                             .c_str());
   } else {
     std::printf(
         "%s on %lld %s frames (%lld windows): loss %.5f, previous-frame baseline %.5f (%s by "
-        "%.5f)\n",
+        "%.5f; %s)\n",
         t.model->spec().name.c_str(), static_cast<long long>(r.frames), d.val_name.c_str(),
         static_cast<long long>(r.windows), r.loss, r.baseline_mse,
-        r.loss < r.baseline_mse ? "better" : "worse", std::abs(r.baseline_mse - r.loss));
+        r.loss < r.baseline_mse ? "better" : "worse", std::abs(r.baseline_mse - r.loss),
+        describe_kernels(execution).c_str());
   }
   return 0;
 }
 
 int run_eval(const EvalOptions& o) {
-  ops::set_num_threads(o.threads);
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
+  const train::ExecutionConfig execution = inference_execution(o.flags, t);
+  const ops::ContextGuard context(train::kernel_context(execution));
   train::TrainConfig c = t.config;
   if (!o.data.empty()) {
     c.data.source = o.data;
     c.data.val_data.clear();
     c.data.val_split = 0.0;
   }
-  if (predicts_frames(t)) return run_eval_clips(o, t, c);
+  if (predicts_frames(t)) return run_eval_clips(o, t, c, execution);
   if (o.limit > 0) c.data.limit_test = o.limit;
   const std::unique_ptr<data::SampleSource> source =
       train::open_evaluation_data(c, t.model->spec(), t.class_names);
@@ -87,7 +123,9 @@ int run_eval(const EvalOptions& o) {
     nlohmann::json j{{"checkpoint", o.checkpoint},
                      {"model", t.model->spec().name},
                      {"samples", r.count},
-                     {"test_loss", r.loss}};
+                     {"test_loss", r.loss},
+                     {"determinism", train::determinism_name(execution.determinism)},
+                     {"threads", ops::num_threads()}};
     j["test_accuracy"] = r.accuracy >= 0 ? nlohmann::json(r.accuracy) : nlohmann::json(nullptr);
     if (r.top5_accuracy >= 0) j["test_top5_accuracy"] = r.top5_accuracy;
     std::printf("%s\n", j.dump().c_str());
@@ -95,10 +133,10 @@ int run_eval(const EvalOptions& o) {
     std::printf("%s on %lld test samples: accuracy %.2f%%", t.model->spec().name.c_str(),
                 static_cast<long long>(r.count), 100.0 * r.accuracy);
     if (r.top5_accuracy >= 0) std::printf(", top-5 %.2f%%", 100.0 * r.top5_accuracy);
-    std::printf(", loss %.4f\n", r.loss);
+    std::printf(", loss %.4f (%s)\n", r.loss, describe_kernels(execution).c_str());
   } else {
-    std::printf("%s on %lld test samples: loss %.5f\n", t.model->spec().name.c_str(),
-                static_cast<long long>(r.count), r.loss);
+    std::printf("%s on %lld test samples: loss %.5f (%s)\n", t.model->spec().name.c_str(),
+                static_cast<long long>(r.count), r.loss, describe_kernels(execution).c_str());
   }
   return 0;
 }
@@ -108,6 +146,7 @@ struct PredictOptions {
   std::vector<std::string> inputs;
   std::string out;         // video models: where the predicted frames go
   bool overwrite = false;  // video models: replace the predicted frames already there
+  ConfigFlags flags;       // the execution flags (--threads, --determinism, --conv-algo)
   bool json = false;
 };
 
@@ -137,6 +176,7 @@ int run_predict_frames(const PredictOptions& o, train::TrainedModel& t) {
 
 int run_predict(const PredictOptions& o) {
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
+  const ops::ContextGuard context(train::kernel_context(inference_execution(o.flags, t)));
   if (predicts_frames(t)) return run_predict_frames(o, t);
   if (!o.out.empty())
     EPOCH_THROW(ConfigError, "--out: model ", t.model->spec().name,
@@ -173,7 +213,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                   "Samples per batch (default: about 1M input values)")
       ->check(positive());
   cmd->add_option("--limit", o->limit, "Evaluate only the first N samples")->check(non_negative());
-  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(thread_count());
+  add_inference_flags(*cmd, o->flags);
   cmd->add_flag("--json", o->json, "Print one JSON line");
   cmd->callback([o, &exit_code] { exit_code = run_eval(*o); });
 }
@@ -194,6 +234,7 @@ void add_predict_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--overwrite", o->overwrite,
                 "Video models: replace the predicted frames (pred_*.png) already in the --out "
                 "folder");
+  add_inference_flags(*cmd, o->flags);
   cmd->add_flag("--json", o->json, "One JSON line per input");
   cmd->callback([o, &exit_code] { exit_code = run_predict(*o); });
 }

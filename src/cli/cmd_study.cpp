@@ -60,9 +60,9 @@ void add_study_command(CLI::App& app, int& exit_code) {
          [](Config& to, const Config& from) { to.protocol = from.protocol; })
       ->capture_default_str();
   stored(cmd->add_option("--configs", c.configs,
-                         "cpu:N, cpu:N+reference, cpu:N+perturb (ulp), cpu:N+perturb-order, "
-                         "cuda, cuda-nocudnn, comma-separated; any may add +lr=X (the learning "
-                         "rate)"),
+                         "cpu:N or cuda, each with any +key=value of determinism, perturb, "
+                         "conv-algo, cudnn (as the flags) and lr, comma-separated: "
+                         "cpu:2+determinism=reference,cpu:2+perturb=ulp,cuda+cudnn=off"),
          [](Config& to, const Config& from) { to.configs = from.configs; })
       ->capture_default_str();
   stored(cmd->add_option("--repeats", c.repeats, "Seeds per configuration (>= 2)"),

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/flag_checks.h"
+#include "cli/config_flags.h"
 #include "epoch/data/loader.h"
 #include "epoch/dist/process_group.h"
 #include "epoch/train/config_fields.h"
@@ -19,10 +19,7 @@ namespace epoch::cli {
 namespace {
 
 struct TrainOptions {
-  CLI::App* cmd = nullptr;
-  train::TrainConfig config;  // the flags as given; given() says which were
-  /// The words given to choice flags (--determinism, --optimizer, ...), by flag.
-  std::map<std::string, std::string> words;
+  ConfigFlags flags;  // the settings table's flags as given
   std::string augment_base = "recipe";
   std::vector<float> contrast;
   std::string resume_dir;
@@ -50,13 +47,8 @@ std::string format_rate(double per_s) {
 /// `base` (the model's recipe, or a resumed run's configuration), then every flag given on
 /// the command line on top of it.
 train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c) {
-  const auto given = [&](const std::string& flag) { return o.cmd->count(flag) > 0; };
-  train::TrainConfig f = o.config;
-  for (const train::ConfigField& field : train::config_fields()) {
-    const auto word = o.words.find(field.flag);
-    if (word != o.words.end() && given(field.flag))
-      train::set_choice(field, std::get<train::ChoiceRef>(field.ref(f)), word->second);
-  }
+  const auto given = [&](const std::string& flag) { return o.flags.given(flag); };
+  const train::TrainConfig f = flag_values(o.flags);
   // Another optimizer than the base's starts from its own defaults; another schedule from the
   // default warm-up; the flags given then apply on top.
   if (given("--optimizer") && f.optimizer.kind != c.optimizer.kind) {
@@ -73,8 +65,7 @@ train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c
   } else if (o.augment_base != "recipe") {
     EPOCH_THROW(ConfigError, "--augment ", o.augment_base, ": expected recipe or none");
   }
-  for (const train::ConfigField& field : train::config_fields())
-    if (!field.flag.empty() && given(field.flag)) train::copy_field(field, f, c);
+  apply_given_flags(o.flags, c);
   if (given("--contrast")) {
     if (o.contrast.size() != 2)
       EPOCH_THROW(ConfigError, "--contrast expects MIN,MAX (e.g. 0.2,1.8)");
@@ -89,8 +80,8 @@ train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c
 /// change (threads, workers, epochs, ...); a flag that would change what the run computes is
 /// refused, naming it, unless it repeats the stored value.
 train::TrainConfig resumed_config(const TrainOptions& o) {
-  if (o.cmd->count("--out") > 0 && o.config.run.out_dir != o.resume_dir)
-    EPOCH_THROW(ConfigError, "--resume ", o.resume_dir, " and --out ", o.config.run.out_dir,
+  if (o.flags.given("--out") > 0 && o.flags.config.run.out_dir != o.resume_dir)
+    EPOCH_THROW(ConfigError, "--resume ", o.resume_dir, " and --out ", o.flags.config.run.out_dir,
                 " disagree");
   const train::TrainConfig stored = train::stored_run_config(o.resume_dir);
   train::TrainConfig c = config_from_flags(o, stored);
@@ -112,7 +103,7 @@ train::TrainConfig resumed_config(const TrainOptions& o) {
 
 int run_train(TrainOptions& o) {
   train::TrainConfig c = o.resume_dir.empty()
-                             ? config_from_flags(o, train::recipe_for(o.config.run.model))
+                             ? config_from_flags(o, train::recipe_for(o.flags.config.run.model))
                              : resumed_config(o);
   c.run.progress_interactive = stdout_is_terminal() && !o.json;
   std::FILE* progress = o.json ? stderr : stdout;
@@ -167,62 +158,14 @@ int run_train(TrainOptions& o) {
   return 0;
 }
 
-CLI::Validator validator_for(const train::Bounds& b) {
-  switch (b.kind) {
-    case train::Bounds::Kind::positive:
-      return positive();
-    case train::Bounds::Kind::non_negative:
-      return non_negative();
-    case train::Bounds::Kind::range:
-      return in_range(b.lo, b.hi);
-    case train::Bounds::Kind::threads:
-      return thread_count();
-    case train::Bounds::Kind::seed:
-      return unsigned_64();
-    case train::Bounds::Kind::any:
-      break;
-  }
-  return CLI::Validator();
-}
-
-/// One flag per field of the settings table that has one, bound to o.config (choices to a
-/// word in o.words, turned into the setting once parsed).
-void add_config_flags(CLI::App& cmd, TrainOptions& o) {
-  for (const train::ConfigField& field : train::config_fields()) {
-    if (field.flag.empty()) continue;
-    CLI::Option* option = std::visit(
-        [&](auto&& ref) -> CLI::Option* {
-          using R = std::decay_t<decltype(ref)>;
-          if constexpr (std::is_same_v<R, train::ChoiceRef>) {
-            std::string& word = o.words[field.flag];
-            word = ref.get();
-            return cmd.add_option(field.flag, word, field.help);
-          } else if constexpr (std::is_same_v<R, bool*>) {
-            if (field.is_switch) return cmd.add_flag(field.flag, *ref, field.help);
-            return cmd.add_option(field.flag, *ref, field.help);
-          } else if constexpr (std::is_same_v<R, std::vector<float>*> ||
-                               std::is_same_v<R, std::vector<std::string>*>) {
-            return cmd.add_option(field.flag, *ref, field.help)->delimiter(',');
-          } else {
-            CLI::Option* opt = cmd.add_option(field.flag, *ref, field.help);
-            if (field.bounds.kind != train::Bounds::Kind::any)
-              opt->check(validator_for(field.bounds));
-            return opt;
-          }
-        },
-        field.ref(o.config));
-    if (field.show_default) option->capture_default_str();
-  }
-}
-
 }  // namespace
 
 void add_train_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TrainOptions>();
   CLI::App* cmd =
       app.add_subcommand("train", "Train a model (default: fmnist-cnn on Fashion-MNIST)");
-  o->cmd = cmd;
-  add_config_flags(*cmd, *o);
+  add_config_flags(*cmd, o->flags, [](const train::ConfigField&) { return true; });
+  add_replaced_flag(*cmd, "--cpu-kernels", "--determinism reference", true);
   // Flags that set several settings at once, or say how to run this command.
   cmd->add_option("--augment", o->augment_base,
                   "recipe (the model's augmentation) or none; the flags below change it")

@@ -74,14 +74,10 @@ std::optional<std::uint64_t> next_perturb_order_key() {
 
 void set_cpu_kernels(CpuKernels kernels) { t_kernels = kernels; }
 CpuKernels cpu_kernels() { return t_kernels; }
-const char* conv_algorithm_name(ConvAlgorithm a) {
-  return a == ConvAlgorithm::automatic ? "auto" : "direct";
-}
+const char* conv_algorithm_name(ConvAlgorithm a) { return word_of(kConvAlgorithmWords, a); }
 
 ConvAlgorithm parse_conv_algorithm(const std::string& s) {
-  if (s == "auto") return ConvAlgorithm::automatic;
-  if (s == "direct") return ConvAlgorithm::direct;
-  EPOCH_THROW(ConfigError, "unknown convolution algorithm '", s, "' (valid: auto, direct)");
+  return parse_word(kConvAlgorithmWords, s, "--conv-algo");
 }
 
 void set_conv_algorithm(ConvAlgorithm algorithm) { t_conv = algorithm; }
@@ -106,17 +102,7 @@ std::string onednn_cpu_isa() {
 bool onednn_has_winograd() { return onednn_cpu_isa().rfind("avx512_core", 0) == 0; }
 bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && t_kernels != CpuKernels::reference; }
 
-const char* cpu_kernels_name(CpuKernels k) {
-  switch (k) {
-    case CpuKernels::fast:
-      return "fast";
-    case CpuKernels::reference:
-      return "reference";
-    case CpuKernels::strict:
-      return "strict";
-  }
-  return "fast";
-}
+const char* cpu_kernels_name(CpuKernels k) { return word_of(kCpuKernelsWords, k); }
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");

@@ -17,8 +17,10 @@
 #include "epoch/tensor/file_io.h"
 #include "epoch/tensor/storage.h"
 #include "epoch/train/clips.h"
+#include "epoch/train/config_fields.h"
 #include "epoch/train/recipe.h"
 #include "epoch/train/run_dir.h"
+#include "epoch/train/trainer.h"
 
 namespace epoch::study {
 namespace {
@@ -43,19 +45,14 @@ json summary_json(const Summary& s) {
           {"q1", s.q1}, {"median", s.median}, {"q3", s.q3}, {"max", s.max}};
 }
 
-/// The run's settings under a configuration: device, threads, kernels, perturbation.
+/// The run's settings under a configuration: its execution settings, the repeat's seed (and
+/// a perturbation's own stream from it), and its learning rate.
 train::TrainConfig configured(train::TrainConfig c, const StudyConfigSpec& spec,
                               std::uint64_t seed) {
   c.run.seed = seed;
-  c.run.device = spec.device;
-  c.run.threads = spec.threads;
-  c.run.determinism = train::Determinism::reproducible;
-  c.run.cpu_kernels = spec.reference ? "reference" : "auto";
-  c.run.cudnn = spec.cudnn;
-  if (spec.perturb != "none") {
-    c.run.perturb = spec.perturb;
-    c.run.perturb_seed = seed ^ 0x9e3779b97f4a7c15ULL;  // its own stream, per repeat
-  }
+  c.execution = spec.execution;
+  if (spec.execution.perturb != train::Perturb::none)
+    c.execution.perturb_seed = seed ^ 0x9e3779b97f4a7c15ULL;  // its own stream, per repeat
   if (spec.lr > 0.0) c.optimizer.lr = static_cast<float>(spec.lr);
   return c;
 }
@@ -98,24 +95,77 @@ double parse_lr(const std::string& item, const std::string& text) {
   return lr;
 }
 
+/// The settings a configuration may give as +key=value: the execution settings with words
+/// (determinism, perturb, conv-algo, cudnn), in the table's order.
+std::vector<const train::ConfigField*> variant_fields() {
+  std::vector<const train::ConfigField*> out;
+  for (const train::ConfigField& f : train::config_fields())
+    if (f.execution && !f.choices.empty()) out.push_back(&f);
+  return out;
+}
+
+/// A field's name in a configuration: its flag without the dashes.
+std::string variant_key(const train::ConfigField& f) { return f.flag.substr(2); }
+
+std::string variant_word(const train::ConfigField& f, const train::ExecutionConfig& e) {
+  train::TrainConfig c;
+  c.execution = e;
+  return std::get<train::ChoiceRef>(f.ref(c)).get();
+}
+
+/// The spellings of earlier versions, as the settings they meant.
+std::string modern_variant(const std::string& variant) {
+  if (variant == "reference") return "determinism=reference";
+  if (variant == "perturb") return "perturb=ulp";
+  if (variant == "perturb-order") return "perturb=order";
+  return variant;
+}
+
 /// Applies one "+variant" of a configuration's name to it; ConfigError for one it does not
-/// allow.
-void apply_variant(StudyConfigSpec& s, const std::string& variant) {
+/// allow. `given` collects the settings given so far (each may be given once).
+void apply_variant(StudyConfigSpec& s, const std::string& given_variant,
+                   std::vector<std::string>& given) {
   const std::string flag = "--configs " + s.name + ": ";
-  const bool cpu = s.device == "cpu";
-  if (variant.rfind("lr=", 0) == 0) {
-    if (s.lr > 0.0) EPOCH_THROW(ConfigError, flag, "sets lr twice");
-    s.lr = parse_lr(s.name, variant.substr(3));
-  } else if (cpu && variant == "reference") {
-    if (s.reference) EPOCH_THROW(ConfigError, flag, "says reference twice");
-    s.reference = true;
-  } else if (cpu && (variant == "perturb" || variant == "perturb-order")) {
-    if (s.perturb != "none") EPOCH_THROW(ConfigError, flag, "asks for more than one perturbation");
-    s.perturb = variant == "perturb" ? "ulp" : "order";
-  } else {
-    EPOCH_THROW(ConfigError, flag, "unknown variant '+", variant, "' (",
-                cpu ? "reference, perturb, perturb-order or lr=X" : "lr=X", ")");
+  const bool cpu = s.execution.device == "cpu";
+  const std::string variant = modern_variant(given_variant);
+  const std::size_t eq = variant.find('=');
+  const std::string key = variant.substr(0, eq);
+  std::vector<std::string> keys;
+  const train::ConfigField* field = nullptr;
+  for (const train::ConfigField* f : variant_fields()) {
+    keys.push_back(variant_key(*f));
+    if (key == variant_key(*f) || key == f->key) field = f;
   }
+  keys.push_back("lr");
+  if (eq == std::string::npos || (field == nullptr && key != "lr"))
+    EPOCH_THROW(ConfigError, flag, "unknown setting '+", given_variant, "' (+key=value with key ",
+                words_listed(keys),
+                "; the older +reference, +perturb and +perturb-order are still read)");
+  const std::string name = field != nullptr ? variant_key(*field) : key;
+  if (std::find(given.begin(), given.end(), name) != given.end())
+    EPOCH_THROW(ConfigError, flag, "sets ", name, " twice");
+  given.push_back(name);
+  if (field == nullptr) {
+    s.lr = parse_lr(s.name, variant.substr(eq + 1));
+    return;
+  }
+  train::TrainConfig c;
+  c.execution = s.execution;
+  try {
+    train::set_choice(*field, std::get<train::ChoiceRef>(field->ref(c)), variant.substr(eq + 1));
+  } catch (const ConfigError& e) {
+    EPOCH_THROW(ConfigError, flag, e.what());
+  }
+  const train::ExecutionConfig& e = c.execution;
+  if (cpu && name == "cudnn") EPOCH_THROW(ConfigError, flag, "cudnn is a CUDA setting (cpu:N has none)");
+  if (!cpu && (e.determinism == train::Determinism::strict ||
+               e.determinism == train::Determinism::reference ||
+               e.perturb != train::Perturb::none ||
+               e.conv_algorithm != ops::ConvAlgorithm::automatic))
+    EPOCH_THROW(ConfigError, flag, "+", given_variant,
+                " sets the CPU's kernels; on CUDA a configuration sets cudnn, lr and "
+                "determinism fast or reproducible");
+  s.execution = e;
 }
 
 /// One configuration of --configs.
@@ -124,9 +174,12 @@ StudyConfigSpec parse_one(const std::string& item) {
   s.name = item;
   const std::size_t plus = item.find('+');
   const std::string base = item.substr(0, plus);
+  std::vector<std::string> given;
   if (base == "cuda" || base == "cuda-nocudnn") {
-    s.device = "cuda";
-    s.cudnn = base == "cuda";
+    s.execution.device = "cuda";
+    s.execution.threads = 1;
+    s.execution.cudnn = base == "cuda";
+    if (base == "cuda-nocudnn") given.push_back("cudnn");
   } else {
     // cpu:N with N in digits only (no sign, no space): 1 to 256, leading zeros allowed.
     const std::string digits = base.rfind("cpu:", 0) == 0 ? base.substr(4) : "";
@@ -135,13 +188,13 @@ StudyConfigSpec parse_one(const std::string& item) {
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
         ec != std::errc() || threads < 1 || threads > 256)
       EPOCH_THROW(ConfigError, "--configs ", item,
-                  ": not cpu:N (N from 1 to 256 threads), cpu:N+reference, cpu:N+perturb, "
-                  "cpu:N+perturb-order, cuda or cuda-nocudnn (each may add +lr=X)");
-    s.threads = threads;
+                  ": not cpu:N (N from 1 to 256 threads) or cuda, each followed by any "
+                  "+key=value (+determinism=reference, +perturb=ulp, +lr=0.001, ...)");
+    s.execution.threads = threads;
   }
   for (std::size_t at = plus; at != std::string::npos;) {
     const std::size_t next = item.find('+', at + 1);
-    apply_variant(s, item.substr(at + 1, next == std::string::npos ? next : next - at - 1));
+    apply_variant(s, item.substr(at + 1, next == std::string::npos ? next : next - at - 1), given);
     at = next;
   }
   return s;
@@ -150,11 +203,13 @@ StudyConfigSpec parse_one(const std::string& item) {
 }  // namespace
 
 std::string canonical_config(const StudyConfigSpec& spec, float protocol_lr) {
-  std::string name = spec.device == "cuda" ? (spec.cudnn ? "cuda" : "cuda-nocudnn")
-                                           : "cpu:" + std::to_string(spec.threads);
-  if (spec.reference) name += "+reference";
-  if (spec.perturb == "ulp") name += "+perturb";
-  if (spec.perturb == "order") name += "+perturb-order";
+  const train::ExecutionConfig& e = spec.execution;
+  std::string name = e.device == "cuda" ? "cuda" : "cpu:" + std::to_string(e.threads);
+  const train::ExecutionConfig defaults;
+  for (const train::ConfigField* f : variant_fields()) {
+    const std::string word = variant_word(*f, e);
+    if (word != variant_word(*f, defaults)) name += "+" + variant_key(*f) + "=" + word;
+  }
   const float lr = static_cast<float>(spec.lr);
   if (spec.lr > 0.0 && !(protocol_lr > 0.0f && lr == protocol_lr)) name += "+lr=" + shortest(lr);
   return name;
@@ -190,10 +245,10 @@ std::vector<StudyConfigSpec> parse_study_configs(const std::string& list, float 
 }
 
 std::string skip_reason(const StudyConfigSpec& spec) {
-  if (spec.device == "cuda") {
+  if (spec.execution.device == "cuda") {
     if (!EPOCH_WITH_CUDA) return "built without CUDA";
     if (memory::cuda_device_count() == 0) return "no CUDA device on this machine";
-    if (spec.cudnn && !EPOCH_WITH_CUDNN) return "built without cuDNN";
+    if (spec.execution.cudnn && !EPOCH_WITH_CUDNN) return "built without cuDNN";
   }
   return "";
 }

@@ -22,13 +22,6 @@ std::pair<std::string, std::string> split_key(const std::string& key) {
   return {key.substr(0, dot), key.substr(dot + 1)};
 }
 
-std::string join_words(const std::vector<std::string>& words) {
-  std::string out;
-  for (std::size_t i = 0; i < words.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
-  return out;
-}
-
 /// ConfigError unless a number is within the field's bounds.
 void check_bounds(const ConfigField& f, double v) {
   const Bounds& b = f.bounds;
@@ -139,7 +132,7 @@ void set_choice(const ConfigField& f, const ChoiceRef& ref, const std::string& w
   for (const std::string& choice : f.choices) known = known || choice == word;
   if (!known)
     EPOCH_THROW(ConfigError, f.flag.empty() ? "setting \"" + f.key + "\"" : f.flag, " ", word,
-                ": expected ", join_words(f.choices));
+                ": expected ", words_listed(f.choices));
   ref.set(word);
 }
 
@@ -422,17 +415,19 @@ const std::vector<ConfigField>& config_fields() {
       {.key = "device",
        .flag = "--device",
        .help = "cpu, cuda or cuda:N",
-       .ref = [](TrainConfig& c) -> FieldRef { return &c.run.device; },
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.execution.device; },
        .resume_may_change = true,
        .show_default = true,
-       .ranks_may_differ = true},
+       .ranks_may_differ = true,
+       .execution = true},
       {.key = "threads",
        .flag = "--threads",
        .help = "CPU threads (0: all cores)",
-       .ref = [](TrainConfig& c) -> FieldRef { return &c.run.threads; },
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.execution.threads; },
        .bounds = Bounds::threads(),
        .resume_may_change = true,
-       .ranks_may_differ = true},
+       .ranks_may_differ = true,
+       .execution = true},
       {.key = "seed",
        .flag = "--seed",
        .help = "Random seed (0 to 2^64-1)",
@@ -441,56 +436,61 @@ const std::vector<ConfigField>& config_fields() {
        .show_default = true},
       {.key = "determinism",
        .flag = "--determinism",
-       .help = "fast, reproducible or strict",
+       .help = "fast, reproducible (the same bits for the same seed and threads; on the CPU "
+               "fast is the same kernels), strict (the same bits at any thread count) or "
+               "reference (the plain reference kernels, the test oracle)",
        .ref = [](TrainConfig& c) -> FieldRef {
-         return ChoiceRef{[&c] { return std::string(determinism_name(c.run.determinism)); },
-                          [&c](const std::string& s) { c.run.determinism = parse_determinism(s); }};
+         return ChoiceRef{
+             [&c] { return std::string(determinism_name(c.execution.determinism)); },
+             [&c](const std::string& s) { c.execution.determinism = parse_determinism(s); }};
        },
-       .choices = {"fast", "reproducible", "strict"},
-       .show_default = true},
-      {.key = "cpu_kernels",
-       .flag = "--cpu-kernels",
-       .help = "auto (the fast kernels; thread-count-invariant under --determinism strict) or "
-               "reference (the plain kernels, the test oracle)",
-       .ref = [](TrainConfig& c) -> FieldRef {
-         return ChoiceRef{[&c] { return c.run.cpu_kernels; },
-                          [&c](const std::string& s) { c.run.cpu_kernels = s; }};
-       },
-       .choices = {"auto", "reference"},
-       .show_default = true},
+       .choices = words_of(kDeterminismWords),
+       .show_default = true,
+       .execution = true},
       {.key = "perturb",
        .flag = "--perturb",
        .help = "Seeded nondeterminism: none, ulp (initial weights moved one ulp each) or order "
                "(shuffled summation order of the convolutions' weight gradients)",
-       .ref = [](TrainConfig& c) -> FieldRef { return &c.run.perturb; },
-       .show_default = true},
+       .ref = [](TrainConfig& c) -> FieldRef {
+         return ChoiceRef{
+             [&c] { return std::string(word_of(kPerturbWords, c.execution.perturb)); },
+             [&c](const std::string& s) {
+               c.execution.perturb = parse_word(kPerturbWords, s, "--perturb");
+             }};
+       },
+       .choices = words_of(kPerturbWords),
+       .show_default = true,
+       .execution = true},
       {.key = "perturb_seed",
        .flag = "--perturb-seed",
        .help = "The seed of --perturb's draws",
-       .ref = [](TrainConfig& c) -> FieldRef { return &c.run.perturb_seed; },
-       .bounds = Bounds::seed()},
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.execution.perturb_seed; },
+       .bounds = Bounds::seed(),
+       .execution = true},
       {.key = "conv_algorithm",
        .flag = "--conv-algo",
        .help = "Convolution algorithms: auto (Winograd where it is faster) or direct",
        .ref = [](TrainConfig& c) -> FieldRef {
          return ChoiceRef{
-             [&c] { return std::string(ops::conv_algorithm_name(c.run.conv_algorithm)); },
-             [&c](const std::string& s) { c.run.conv_algorithm = ops::parse_conv_algorithm(s); }};
+             [&c] { return std::string(ops::conv_algorithm_name(c.execution.conv_algorithm)); },
+             [&c](const std::string& s) { c.execution.conv_algorithm = ops::parse_conv_algorithm(s); }};
        },
-       .choices = {"auto", "direct"},
+       .choices = words_of(ops::kConvAlgorithmWords),
        .resume_may_change = true,
        .show_default = true,
-       .ranks_may_differ = true},
+       .ranks_may_differ = true,
+       .execution = true},
       {.key = "cudnn",
        .flag = "--cudnn",
        .help = "CUDA convolutions: on (cuDNN) or off (epoch's own im2col and cuBLAS GEMM)",
        .ref = [](TrainConfig& c) -> FieldRef {
-         return ChoiceRef{[&c] { return std::string(c.run.cudnn ? "on" : "off"); },
-                          [&c](const std::string& s) { c.run.cudnn = s == "on"; }};
+         return ChoiceRef{[&c] { return std::string(c.execution.cudnn ? "on" : "off"); },
+                          [&c](const std::string& s) { c.execution.cudnn = s == "on"; }};
        },
        .choices = {"on", "off"},
        .show_default = true,
-       .ranks_may_differ = true},
+       .ranks_may_differ = true,
+       .execution = true},
       {.key = "tbptt",
        .flag = "--tbptt",
        .help = "Video models: frames per truncated-backprop window (0: the model's sequence)",
@@ -629,7 +629,7 @@ TrainConfig config_from_json(const json& j) {
     c.optimizer = optim::optimizer_defaults(c.optimizer.kind);
   }
   for (const auto& [key, value] : j.items()) {
-    if (notes.count(key) > 0) continue;
+    if (notes.count(key) > 0 || key == "cpu_kernels") continue;
     if (value.is_object() && key != "" && known_sections.count(key) > 0) {
       for (const auto& [name, inner] : value.items()) {
         const ConfigField* f = field_at(key + "." + name);
@@ -644,6 +644,15 @@ TrainConfig config_from_json(const json& j) {
     if (f == nullptr)
       EPOCH_THROW(ConfigError, "stored run configuration: unknown setting \"", key, "\"");
     set_field(*f, c, value);
+  }
+  // Runs written before --determinism reference existed chose the plain kernels with
+  // "cpu_kernels": "reference" (and "auto" for the others), whatever their determinism.
+  if (j.contains("cpu_kernels")) {
+    const json& k = j["cpu_kernels"];
+    if (!k.is_string() || (k != "auto" && k != "reference"))
+      EPOCH_THROW(ConfigError, "stored run configuration: setting \"cpu_kernels\" is ", k.dump(),
+                  ": expected \"auto\" or \"reference\"");
+    if (k == "reference") c.execution.determinism = Determinism::reference;
   }
   return c;
 }

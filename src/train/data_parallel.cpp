@@ -29,7 +29,7 @@ std::vector<dist::Setting> run_settings_ranks_share(const TrainConfig& c) {
                                  {"the epoch version", EPOCH_VERSION},
                                  {"--resume", c.run.resume ? "given" : "not given"}};
   for (auto& [name, value] : fields_ranks_share(c)) out.push_back({name, value});
-  out.push_back({"the device kind", parse_device(c.run.device).is_cuda() ? "cuda" : "cpu"});
+  out.push_back({"the device kind", parse_device(c.execution.device).is_cuda() ? "cuda" : "cpu"});
   return out;
 }
 

@@ -1,4 +1,4 @@
-// A run's configuration around the trainer: determinism names, TrainConfig's JSON (from the
+// A run's configuration around the trainer: TrainConfig's JSON (from the
 // settings table, config_fields.h), what a resumed run may change, and reading a run's last
 // checkpoint and stored configuration.
 #include <cstdio>
@@ -10,30 +10,12 @@
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/config_fields.h"
 #include "epoch/train/run_dir.h"
+#include "epoch/train/train_config.h"
 #include "epoch/train/trainer.h"
 
 namespace epoch::train {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-Determinism parse_determinism(const std::string& s) {
-  if (s == "fast") return Determinism::fast;
-  if (s == "reproducible") return Determinism::reproducible;
-  if (s == "strict") return Determinism::strict;
-  EPOCH_THROW(ConfigError, "unknown determinism '", s, "' (valid: fast, reproducible, strict)");
-}
-
-const char* determinism_name(Determinism d) {
-  switch (d) {
-    case Determinism::fast:
-      return "fast";
-    case Determinism::reproducible:
-      return "reproducible";
-    case Determinism::strict:
-      return "strict";
-  }
-  return "?";
-}
 
 TrainConfig::TrainConfig() {
   const models::Recipe r = models::default_recipe();

@@ -58,17 +58,6 @@ std::string default_run_dir(const std::string& model) {
   return "runs/" + model + "-" + stamp;
 }
 
-ops::Context run_context(const RunConfig& r) {
-  ops::Context context{ops::CpuKernels::fast, r.threads, r.conv_algorithm};
-  if (r.cpu_kernels == "reference")
-    context.kernels = ops::CpuKernels::reference;
-  else if (r.determinism == Determinism::strict)
-    context.kernels = ops::CpuKernels::strict;
-  if (r.perturb == "order") context.perturb_order = r.perturb_seed;
-  context.cudnn = r.cudnn;
-  return context;
-}
-
 void check_common_config(const TrainConfig& c) {
   // Every stored setting goes into config.json and checkpoints, which hold UTF-8 alone.
   for (const ConfigField& f : config_fields()) {
@@ -83,8 +72,6 @@ void check_common_config(const TrainConfig& c) {
     if (value.is_array())
       for (const json& v : value) check(v);
   }
-  if (c.run.perturb != "none" && c.run.perturb != "ulp" && c.run.perturb != "order")
-    EPOCH_THROW(ConfigError, "--perturb ", c.run.perturb, ": expected none, ulp or order");
   if (c.run.epochs < 1 || c.run.epochs > kMaxEpochs)
     EPOCH_THROW(ConfigError, "--epochs must be from 1 to ", kMaxEpochs, ", got ", c.run.epochs);
   if (c.run.batch_size < 1)
@@ -92,7 +79,7 @@ void check_common_config(const TrainConfig& c) {
   if (c.run.eval_batch_size < 0) EPOCH_THROW(ConfigError, "eval batch size must be >= 0 (0: auto)");
   if (!(c.optimizer.lr > 0.0f) || !std::isfinite(c.optimizer.lr))
     EPOCH_THROW(ConfigError, "--lr must be a positive number, got ", c.optimizer.lr);
-  if (c.run.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.run.threads);
+  if (c.execution.threads < 0) EPOCH_THROW(ConfigError, "--threads must be >= 0, got ", c.execution.threads);
   if (c.schedule.warmup_steps < -1) EPOCH_THROW(ConfigError, "--warmup-steps must be >= 0");
 }
 
@@ -153,14 +140,14 @@ ResumePoint resume_point(const TrainConfig& c, const std::filesystem::path& run_
 }
 
 Device training_device(const TrainConfig& c) {
-  Device device = parse_device(c.run.device);
+  Device device = parse_device(c.execution.device);
   // Plain "cuda" under an MPI launcher: each rank of a host takes the next GPU (as torchrun's
   // LOCAL_RANK); "cuda:N" is taken as given.
   const dist::ProcessGroup& group = dist::ProcessGroup::world();
-  if (c.run.device == "cuda" && group.distributed() && memory::cuda_device_count() > 0)
+  if (c.execution.device == "cuda" && group.distributed() && memory::cuda_device_count() > 0)
     device = Device::cuda(group.local_rank() % memory::cuda_device_count());
   if (device.is_cuda() && device.index >= memory::cuda_device_count())
-    EPOCH_THROW(ConfigError, "--device ", c.run.device, ": no such CUDA device (",
+    EPOCH_THROW(ConfigError, "--device ", c.execution.device, ": no such CUDA device (",
                 memory::cuda_device_count(), " visible",
                 EPOCH_WITH_CUDA ? "" : "; built without CUDA", ")");
   return device;
@@ -227,7 +214,7 @@ void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c
 
 void initialize_model(models::Model& model, const TrainConfig& c) {
   nn::initialize(model, c.run.seed);
-  if (c.run.perturb == "ulp") nn::jitter_ulp(model, c.run.perturb_seed);
+  if (c.execution.perturb == Perturb::ulp) nn::jitter_ulp(model, c.execution.perturb_seed);
 }
 
 }  // namespace epoch::train

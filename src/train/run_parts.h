@@ -17,7 +17,7 @@
 #include "epoch/optim/schedule.h"
 #include "epoch/tensor/safetensors.h"
 #include "epoch/train/evaluate.h"
-#include "epoch/train/trainer.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::train {
 
@@ -41,11 +41,6 @@ double peak_rss_mib();
 
 /// runs/<model>-<date>-<time>.
 std::string default_run_dir(const std::string& model);
-
-/// The run's kernels, threads, convolution algorithms and --perturb order (ops::Context):
-/// the reference kernels for --cpu-kernels reference, the strict ones for --determinism
-/// strict, the fast ones otherwise.
-ops::Context run_context(const RunConfig& r);
 
 /// ConfigError for settings no run can take (epochs, batch, learning rate, threads, warm-up).
 void check_common_config(const TrainConfig& c);

@@ -57,7 +57,7 @@ std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
           {"epoch", std::to_string(epoch)},
           {"step", std::to_string(step)},
           {"seed", std::to_string(c.run.seed)},
-          {"determinism", determinism_name(c.run.determinism)},
+          {"determinism", determinism_name(c.execution.determinism)},
           {"config", c.to_json().dump()},
           {"test_loss", std::to_string(eval.loss)},
           {"test_accuracy", std::to_string(eval.accuracy)},
@@ -336,7 +336,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   start.step = position[1];
 
   // This call's kernels and threads, for this thread only and restored on return.
-  const ops::ContextGuard context(run_context(c.run));
+  const ops::ContextGuard context(kernel_context(c.execution));
   if (video) return train_clips(c, start, progress_out, warnings, wall_start);
 
   // Model, data, step (optimizer and schedule), restored when resuming.

@@ -45,23 +45,24 @@ TEST(Study, ParsesConfigurationsAndRefusesBadOnes) {
   const std::vector<StudyConfigSpec> s = parse_study_configs(
       "cpu:1,cpu:2+perturb,cpu:2+reference,cuda,cuda-nocudnn,cpu:3+perturb-order");
   ASSERT_EQ(s.size(), 6u);
-  EXPECT_EQ(s[0].threads, 1);
-  EXPECT_FALSE(s[0].perturb != "none" || s[0].reference);
-  EXPECT_EQ(s[1].perturb, "ulp");
-  EXPECT_EQ(s[5].perturb, "order");
-  EXPECT_EQ(s[5].threads, 3);
-  EXPECT_EQ(s[1].threads, 2);
-  EXPECT_TRUE(s[2].reference);
-  EXPECT_EQ(s[3].device, "cuda");
-  EXPECT_TRUE(s[3].cudnn);
-  EXPECT_FALSE(s[4].cudnn);
+  EXPECT_EQ(s[0].execution.threads, 1);
+  EXPECT_EQ(s[0].execution.perturb, train::Perturb::none);
+  EXPECT_EQ(s[0].execution.determinism, train::Determinism::reproducible);
+  EXPECT_EQ(s[1].execution.perturb, train::Perturb::ulp);
+  EXPECT_EQ(s[5].execution.perturb, train::Perturb::order);
+  EXPECT_EQ(s[5].execution.threads, 3);
+  EXPECT_EQ(s[1].execution.threads, 2);
+  EXPECT_EQ(s[2].execution.determinism, train::Determinism::reference);
+  EXPECT_EQ(s[3].execution.device, "cuda");
+  EXPECT_TRUE(s[3].execution.cudnn);
+  EXPECT_FALSE(s[4].execution.cudnn);
   // Variants chain, and +lr=X sets the learning rate on any configuration.
   const std::vector<StudyConfigSpec> v =
       parse_study_configs("cpu:2+perturb+lr=0.0005,cuda-nocudnn+lr=1e-3,cpu:1+reference");
   ASSERT_EQ(v.size(), 3u);
-  EXPECT_EQ(v[0].perturb, "ulp");
+  EXPECT_EQ(v[0].execution.perturb, train::Perturb::ulp);
   EXPECT_DOUBLE_EQ(v[0].lr, 0.0005);
-  EXPECT_FALSE(v[1].cudnn);
+  EXPECT_FALSE(v[1].execution.cudnn);
   EXPECT_DOUBLE_EQ(v[1].lr, 1e-3);
   EXPECT_EQ(v[2].lr, 0.0);
   for (const char* bad : {"cpu",
@@ -94,8 +95,22 @@ TEST(Study, ParsesConfigurationsAndRefusesBadOnes) {
                           "cpu:2+lr=1+lr=2",
                           "cpu:2+perturb+perturb-order",
                           "cpu:2+reference+reference",
+                          "cpu:2+reference+determinism=strict",
+                          "cpu:2+determinism=quick",
+                          "cpu:2+determinism",
+                          "cpu:2+threads=4",
+                          "cpu:2+device=cuda",
+                          "cpu:2+perturb_seed=3",
+                          "cpu:2+cudnn=off",
+                          "cpu:2+cudnn=on",
+                          "cpu:2+conv-algo=winograd",
+                          "cpu:2+conv-algo=direct+conv_algorithm=auto",
                           "cuda+perturb",
                           "cuda+reference",
+                          "cuda+determinism=strict",
+                          "cuda+conv-algo=direct",
+                          "cuda-nocudnn+cudnn=on",
+                          "cuda+cudnn=maybe",
                           "cuda-nocudnn+"})
     EXPECT_THROW(parse_study_configs(bad), ConfigError) << bad;
   EXPECT_EQ(skip_reason(s[0]), "");
@@ -105,10 +120,36 @@ TEST(Study, ParsesConfigurationsAndRefusesBadOnes) {
   }
 }
 
+// A configuration is +key=value over the execution settings `epoch train` takes, by flag name
+// or config.json key, in any order; its one spelling lists them in the flags' order.
+TEST(Study, TakesExecutionSettingsAsKeyValue) {
+  const std::vector<StudyConfigSpec> s = parse_study_configs(
+      "cpu:2+conv_algorithm=direct+perturb=order+determinism=strict,cuda+cudnn=off+determinism="
+      "fast,cpu:4+determinism=reference+lr=0.01");
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].execution.determinism, train::Determinism::strict);
+  EXPECT_EQ(s[0].execution.perturb, train::Perturb::order);
+  EXPECT_EQ(s[0].execution.conv_algorithm, ops::ConvAlgorithm::direct);
+  EXPECT_EQ(canonical_config(s[0]), "cpu:2+determinism=strict+perturb=order+conv-algo=direct");
+  EXPECT_EQ(s[1].execution.device, "cuda");
+  EXPECT_FALSE(s[1].execution.cudnn);
+  EXPECT_EQ(s[1].execution.determinism, train::Determinism::fast);
+  EXPECT_EQ(canonical_config(s[1]), "cuda+determinism=fast+cudnn=off");
+  EXPECT_EQ(canonical_config(s[2]), "cpu:4+determinism=reference+lr=0.01");
+  // A word the flag does not take is named with the flag's words.
+  const std::string bad = error_of<ConfigError>([] { parse_study_configs("cpu:2+perturb=tiny"); });
+  EXPECT_NE(bad.find("--configs cpu:2+perturb=tiny:"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("none, ulp or order"), std::string::npos) << bad;
+  const std::string unknown =
+      error_of<ConfigError>([] { parse_study_configs("cpu:2+threads=4"); });
+  EXPECT_NE(unknown.find("determinism, perturb, conv-algo, cudnn or lr"), std::string::npos)
+      << unknown;
+}
+
 TEST(Study, RunsEveryConfigurationPerSeedAndComparesThemPaired) {
   testing::TempDir dir;
   StudyConfig c;
-  c.configs = "cpu:1,cpu:2+perturb,cpu:2+reference,cuda-nocudnn,cpu:2+perturb-order";
+  c.configs = "cpu:1,cpu:2+perturb,cpu:2+determinism=reference,cuda-nocudnn,cpu:2+perturb=order";
   c.repeats = 2;
   c.limit_train = 512;
   c.limit_test = 256;
@@ -136,6 +177,8 @@ TEST(Study, RunsEveryConfigurationPerSeedAndComparesThemPaired) {
   EXPECT_EQ(j["perturb"], "ulp");
   std::ifstream order_config(r.runs[3].run_dir + "/config.json");
   EXPECT_EQ(nlohmann::json::parse(order_config)["perturb"], "order");
+  std::ifstream reference_config(r.runs[2].run_dir + "/config.json");
+  EXPECT_EQ(nlohmann::json::parse(reference_config)["determinism"], "reference");
   std::ifstream file(dir / "study/study.json");
   const nlohmann::json s = nlohmann::json::parse(file);
   EXPECT_EQ(s["runs"].size(), 8u);
@@ -177,10 +220,10 @@ TEST(Study, CallsALowerLearningRateDifferent) {
 // none; a duplicate is refused naming both spellings.
 TEST(Study, RefusesConfigurationsEqualByValue) {
   EXPECT_EQ(canonical_config(parse_study_configs("cpu:01+lr=1e-3+perturb")[0]),
-            "cpu:1+perturb+lr=0.001");
+            "cpu:1+perturb=ulp+lr=0.001");
   EXPECT_EQ(canonical_config(parse_study_configs("cpu:2+lr=0.002")[0], 0.002f), "cpu:2");
   EXPECT_EQ(canonical_config(parse_study_configs("cuda-nocudnn+lr=2E-4")[0]),
-            "cuda-nocudnn+lr=0.0002");
+            "cuda+cudnn=off+lr=0.0002");
   const std::map<std::string, std::vector<std::string>> duplicates = {
       {"cpu:1,cpu:01", {"--configs cpu:01:", "cpu:1 "}},
       {"cpu:2+lr=1e-3,cpu:2+lr=0.001", {"--configs cpu:2+lr=0.001:", "cpu:2+lr=1e-3"}},
@@ -188,6 +231,9 @@ TEST(Study, RefusesConfigurationsEqualByValue) {
        {"cpu:2+lr=0.001+perturb", "cpu:2+perturb+lr=0.001 "}},
       {"cpu:2+lr=0.001,cpu:2+lr=0.0010000000001", {"cpu:2+lr=0.0010000000001", "the same"}},
       {"cpu:3+reference+perturb-order,cpu:3+perturb-order+reference", {"the same"}},
+      {"cpu:3+reference,cpu:3+determinism=reference", {"the same"}},
+      {"cuda-nocudnn,cuda+cudnn=off", {"the same"}},
+      {"cpu:2,cpu:2+determinism=reproducible", {"the same"}},
       {"cuda+lr=0.1,cuda+lr=1e-1", {"cuda+lr=1e-1"}},
       {"cpu:1,cpu:1", {"--configs cpu:1: given twice"}}};
   for (const auto& [list, needles] : duplicates) {

@@ -33,7 +33,7 @@ TrainConfig video_config(const std::string& data, const std::string& out) {
   c.run.tbptt = 2;
   c.run.out_dir = out;
   c.run.quiet = true;
-  c.run.threads = 2;
+  c.execution.threads = 2;
   c.run.seed = 5;
   c.run.log_every = 1;
   c.data.limit_train = 2;  // the first sequence's two windows: carried state, few updates

@@ -30,8 +30,8 @@ TrainConfig short_run(const std::string& model, const std::string& out, int thre
   c.run.out_dir = out;
   c.run.quiet = true;
   c.run.seed = 5;
-  c.run.threads = threads;
-  c.run.determinism = Determinism::strict;
+  c.execution.threads = threads;
+  c.execution.determinism = Determinism::strict;
   return c;
 }
 
@@ -94,8 +94,8 @@ TEST(StrictDeterminism, PerturbOrderIsSeededAndThreadCountInvariant) {
   testing::TempDir dir;
   const auto run = [&](const std::string& name, std::uint64_t seed, int threads) {
     TrainConfig c = short_run("cifar10-keras", dir / name, threads);
-    c.run.perturb = "order";
-    c.run.perturb_seed = seed;
+    c.execution.perturb = Perturb::order;
+    c.execution.perturb_seed = seed;
     return train(c, stdout).checkpoint;
   };
   const std::string plain = train(short_run("cifar10-keras", dir / "plain", 2), stdout).checkpoint;

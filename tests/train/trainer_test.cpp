@@ -30,7 +30,7 @@ TrainConfig small_config(const std::string& out) {
   c.run.batch_size = 32;
   c.run.out_dir = out;
   c.run.quiet = true;
-  c.run.threads = 2;
+  c.execution.threads = 2;
   c.run.seed = 3;
   c.run.log_every = 4;
   return c;
@@ -228,7 +228,7 @@ TEST(Trainer, ResumeContinuesTheStoredRunAndRefusesChanges) {
   resume.run.resume = true;
   resume.run.out_dir = dir / "run";
   resume.run.quiet = true;
-  resume.run.threads = 1;  // allowed: how fast, not what
+  resume.execution.threads = 1;  // allowed: how fast, not what
   const TrainResult r = train(resume, stdout);
   EXPECT_EQ(r.epochs, 3);  // the stored plan, not a default
   EXPECT_EQ(r.steps, 3 * 8);
@@ -286,7 +286,7 @@ TEST(Trainer, KeepsTheNewestEpochCheckpointsAndTheBest) {
 namespace epoch::train {
 namespace {
 
-// Golden runs: the reference kernels (--cpu-kernels reference, whose fixed reduction orders
+// Golden runs: the reference kernels (--determinism reference, whose fixed reduction orders
 // do not depend on the CPU's ISA or the thread count) from a fixed seed must reproduce these step
 // losses bit for bit, one model per task (classification, reconstruction, binary); a change that
 // alters the arithmetic of training shows up here. Regenerate with EPOCH_PRINT_GOLDEN=1 after an
@@ -320,10 +320,10 @@ TEST_P(GoldenRun, ReproducesItsLossesBitForBit) {
   c.run.out_dir = dir / "golden";
   c.run.quiet = true;
   c.run.seed = 3;
-  c.run.cpu_kernels = "reference";
+  c.execution.determinism = Determinism::reference;
   c.data.synthetic_count = g.samples;
   c.run.epochs = 1;
-  c.run.threads = 1;
+  c.execution.threads = 1;
   c.run.log_every = 1;
   train(c, stdout);
   std::vector<float> losses;

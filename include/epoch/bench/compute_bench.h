@@ -8,21 +8,19 @@
 #include <string>
 #include <vector>
 
-#include "epoch/ops/backend.h"
+#include "epoch/train/execution.h"
 
 namespace epoch::bench {
 
 struct ComputeBenchConfig {
   std::string model = "fmnist-cnn";
   std::int64_t batch_size = 64;
-  std::string device = "cpu";  // cpu, cuda or cuda:N
-  int threads = 0;             // 0: every core
+  /// The device, threads, kernels (determinism), convolution algorithm, cuDNN and
+  /// perturbation, as `epoch train` takes them.
+  train::ExecutionConfig execution;
   int warmup = 5;
   int steps = 20;  // timed steps (at least 10 are required)
   std::string optimizer = "adam";
-  bool reference_kernels = false;  // time the plain reference kernels instead of oneDNN
-  bool strict_kernels = false;     // time --determinism strict's kernels (ops::CpuKernels::strict)
-  ops::ConvAlgorithm conv_algorithm = ops::ConvAlgorithm::automatic;
   std::uint64_t seed = 0;
 };
 

@@ -11,13 +11,16 @@
 
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/tensor.h"
+#include "epoch/train/execution.h"
 
 namespace epoch::bench {
 
 struct LayerBenchConfig {
   std::string model = "fmnist-cnn";
   std::int64_t batch_size = 64;
-  int threads = 0;  // 0: every core
+  /// Threads, kernels (determinism), convolution algorithm, as `epoch train` takes them;
+  /// the device must be the CPU.
+  train::ExecutionConfig execution;
   /// Untimed runs before the timed ones (the first also records the kernels); -1: 2, or 1
   /// when the steps are cut for a slow model.
   int warmup = -1;
@@ -25,9 +28,6 @@ struct LayerBenchConfig {
   /// whose step takes over 1.5 s (about 15 s of timed steps per phase, at least 3).
   int steps = 0;
   std::string optimizer = "adam";  // of the full step compared against
-  bool reference_kernels = false;
-  bool strict_kernels = false;  // time --determinism strict's kernels (ops::CpuKernels::strict)
-  ops::ConvAlgorithm conv_algorithm = ops::ConvAlgorithm::automatic;
   std::uint64_t seed = 0;
 };
 

@@ -7,10 +7,13 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
+#include "epoch/train/execution.h"
+
 namespace epoch::bench {
 
 struct PeakBenchConfig {
-  int threads = 0;           // 0: every core
+  /// The threads (0: every core) and kernels the product runs on; the device is the CPU.
+  train::ExecutionConfig execution;
   std::int64_t size = 4096;  // M = N = K of C = A B
   int warmup = 2;            // untimed products first
   int repeats = 10;          // timed products

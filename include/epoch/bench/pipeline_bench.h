@@ -8,6 +8,8 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
+#include "epoch/train/execution.h"
+
 namespace epoch::bench {
 
 struct PipelineBenchConfig {
@@ -38,9 +40,8 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchConfig& config);
 struct EndToEndBenchConfig {
   std::string model = "catdog";
   std::string data;
-  std::string device = "cpu";
+  train::ExecutionConfig execution;  // device, threads, kernels, as `epoch train` takes them
   std::int64_t batch_size = 32;
-  int threads = 0;
   int workers = -1;  // -1: as `epoch train` chooses
   int prefetch = 2;
   std::int64_t cache_mib = 1024;

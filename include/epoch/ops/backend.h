@@ -4,10 +4,13 @@
 // one process (each on its own thread); nothing here is process-wide.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "epoch/tensor/words.h"
 
 namespace epoch::ops {
 
@@ -18,7 +21,11 @@ namespace epoch::ops {
 /// (cpu/batch_norm_fixed.h), and the reference kernels elsewhere. `reference`: the plain
 /// kernels, the test oracle.
 enum class CpuKernels { fast, reference, strict };
-/// "fast", "reference", "strict".
+inline constexpr std::array<Word<CpuKernels>, 3> kCpuKernelsWords{{
+    {CpuKernels::fast, "fast"},
+    {CpuKernels::reference, "reference"},
+    {CpuKernels::strict, "strict"},
+}};
 const char* cpu_kernels_name(CpuKernels k);
 
 /// Which algorithms the fast path's convolutions may use. `automatic`: Winograd (F(4x4, 3x3),
@@ -30,7 +37,12 @@ const char* cpu_kernels_name(CpuKernels k);
 /// deterministic for the same CPU and thread count; the reference kernels and cuDNN, which
 /// picks its own algorithms, ignore it.
 enum class ConvAlgorithm { automatic, direct };
-/// "auto" or "direct" (flags, JSON); parse throws ConfigError naming the valid words.
+inline constexpr std::array<Word<ConvAlgorithm>, 2> kConvAlgorithmWords{{
+    {ConvAlgorithm::automatic, "auto"},
+    {ConvAlgorithm::direct, "direct"},
+}};
+/// "auto" or "direct" (flags, JSON); parse throws ConfigError naming --conv-algo and the
+/// valid words.
 const char* conv_algorithm_name(ConvAlgorithm a);
 ConvAlgorithm parse_conv_algorithm(const std::string& s);
 

@@ -12,30 +12,33 @@
 #include <vector>
 
 #include "epoch/study/stats.h"
-#include "epoch/train/trainer.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::study {
 
-/// One configuration: "cpu:N" (N threads, the fast kernels, determinism reproducible),
-/// "cpu:N+reference" (the plain reference kernels), "cpu:N+perturb" (initial weights jittered
-/// by one ulp from a seed of each repeat's own: --perturb ulp), "cpu:N+perturb-order" (the
-/// weight gradients' part sums in a shuffled order, drawn likewise: --perturb order), "cuda"
-/// (cuDNN's convolutions), "cuda-nocudnn" (epoch's im2col ones). Any of them may add "+lr=X"
-/// (the optimizer's learning rate X instead of the protocol's), so that a study can set a
-/// setting that does change the result beside those it asks about: "cpu:2+perturb+lr=0.001".
-/// The variants chain in any order.
+/// One configuration: a base, "cpu:N" (N threads) or "cuda", then "+key=value" settings over
+/// the execution settings `epoch train` takes (execution.h), by their flag's name or their
+/// config.json key: "+determinism=reference" (the plain reference kernels), "+perturb=ulp"
+/// (initial weights jittered by one ulp, from a seed of each repeat's own), "+perturb=order"
+/// (the weight gradients' part sums in a shuffled order, drawn likewise), "+conv-algo=direct",
+/// "+cudnn=off" (CUDA's convolutions by epoch's own im2col). "+lr=X" sets the optimizer's
+/// learning rate instead of the protocol's, so that a study can set a setting that does change
+/// the result beside those it asks about: "cpu:2+perturb=ulp+lr=0.001". Settings chain in any
+/// order. The spellings of earlier versions keep their meaning: "+reference", "+perturb",
+/// "+perturb-order", "cuda-nocudnn". On CUDA a configuration may set cudnn and determinism
+/// fast or reproducible; the CPU's kernel settings are refused there.
 struct StudyConfigSpec {
   std::string name;  // as given (its runs' folder under --out)
-  std::string device = "cpu";
-  int threads = 1;
-  bool reference = false, cudnn = true;
-  std::string perturb = "none";  // train's --perturb: none, ulp or order
-  double lr = 0.0;               // > 0: the optimizer's learning rate; 0: the protocol's
+  /// The base's device and threads (1 for "cuda") and the settings given; the perturbation's
+  /// seed is each repeat's own (configured at training).
+  train::ExecutionConfig execution;
+  double lr = 0.0;  // > 0: the optimizer's learning rate; 0: the protocol's
 };
-/// The configuration's value in one spelling: the threads as a number, the variants in a fixed
-/// order, the learning rate as the shortest decimal of the float the optimizer gets, and no
+/// The configuration's value in one spelling: the threads as a number, "+key=value" for each
+/// setting away from its default, by flag name in the order of `epoch train --help`, the learning rate as the shortest decimal of the float the optimizer gets, and no
 /// "+lr" when that float is `protocol_lr` (> 0: the protocol's own rate). Two configurations
-/// train alike exactly when these are equal: "cpu:01+lr=1e-3+perturb" is "cpu:1+perturb+lr=0.001".
+/// train alike exactly when these are equal: "cpu:01+lr=1e-3+perturb" is
+/// "cpu:1+perturb=ulp+lr=0.001".
 std::string canonical_config(const StudyConfigSpec& spec, float protocol_lr = 0.0f);
 /// Parses "cpu:1,cpu:2+perturb,cuda", every entry checked before anything trains: ConfigError
 /// naming the entry ("--configs cpu:2+lr=1e-300: ...") for a bad one, a learning rate `epoch

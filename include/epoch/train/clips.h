@@ -13,7 +13,7 @@
 #include "epoch/models/zoo.h"
 #include "epoch/tensor/tensor.h"
 #include "epoch/tensor/warnings.h"
-#include "epoch/train/trainer.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::train {
 

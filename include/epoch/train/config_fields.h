@@ -12,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-#include "epoch/train/trainer.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::train {
 
@@ -51,6 +51,7 @@ struct ConfigField {
   bool show_default = false;         // the flag's help shows the default
   bool is_switch = false;            // the flag takes no value (given: true)
   bool ranks_may_differ = false;     // data-parallel ranks may hold other values (threads, ...)
+  bool execution = false;            // an ExecutionConfig setting: every command takes its flag
 };
 
 /// The table, in the order `epoch train --help` lists the flags.

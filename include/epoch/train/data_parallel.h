@@ -16,7 +16,7 @@
 #include "epoch/nn/module.h"
 #include "epoch/train/evaluate.h"
 #include "epoch/train/step.h"
-#include "epoch/train/trainer.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::train {
 

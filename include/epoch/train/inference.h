@@ -9,7 +9,7 @@
 #include "epoch/data/image.h"
 #include "epoch/models/zoo.h"
 #include "epoch/tensor/safetensors.h"
-#include "epoch/train/trainer.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::train {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "epoch/train/trainer.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::train {
 

@@ -8,7 +8,7 @@
 #include "epoch/data/dataset.h"
 #include "epoch/data/source.h"
 #include "epoch/models/zoo.h"
-#include "epoch/train/trainer.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::train {
 
