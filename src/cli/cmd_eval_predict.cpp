@@ -32,8 +32,7 @@ struct EvalOptions {
 const std::vector<std::string> kNotForInference = {"--device", "--cudnn", "--perturb",
                                                    "--perturb-seed"};
 
-/// The checkpoint's execution settings with the flags given on top, and the words that say
-/// what runs: "strict kernels, 2 threads".
+/// The checkpoint's execution settings with the flags given on top.
 train::ExecutionConfig inference_execution(const ConfigFlags& flags, const train::TrainedModel& t) {
   return execution_from_flags(flags, t.config.execution);
 }
@@ -176,7 +175,8 @@ int run_predict_frames(const PredictOptions& o, train::TrainedModel& t) {
 
 int run_predict(const PredictOptions& o) {
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
-  const ops::ContextGuard context(train::kernel_context(inference_execution(o.flags, t)));
+  const train::ExecutionConfig execution = inference_execution(o.flags, t);
+  const ops::ContextGuard context(train::kernel_context(execution));
   if (predicts_frames(t)) return run_predict_frames(o, t);
   if (!o.out.empty())
     EPOCH_THROW(ConfigError, "--out: model ", t.model->spec().name,
@@ -190,7 +190,10 @@ int run_predict(const PredictOptions& o) {
                                          {"class", p.class_name},
                                          {"class_index", p.class_index},
                                          {"probability", p.probability},
-                                         {"probabilities", p.probabilities}}
+                                         {"probabilities", p.probabilities},
+                                         {"determinism",
+                                          train::determinism_name(execution.determinism)},
+                                         {"threads", ops::num_threads()}}
                               .dump()
                               .c_str());
     } else {

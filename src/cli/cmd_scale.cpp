@@ -18,6 +18,7 @@
 
 #include "cli/child_process.h"
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "cli/flag_checks.h"
 #include "epoch/bench/scale.h"
 #include "epoch/models/zoo.h"
@@ -42,6 +43,7 @@ struct ScaleOptions {
   std::string out;
   bool json = false;
   bool oversubscribe = false;
+  ConfigFlags flags;  // the execution flags but --threads (--threads-per-rank here)
 };
 
 std::string self_path() {
@@ -134,11 +136,20 @@ int run_scale(const ScaleOptions& o) {
                     " MiB each, measured on one rank), more than the ", std::llround(have / 1024),
                     " GiB this machine has available");
     }
-    const json r =
-        run_ranks(o, n,
-                  {"bench", "--model", o.model, "--batch-size", std::to_string(b), "--threads",
-                   std::to_string(o.threads_per_rank), "--steps", std::to_string(o.steps),
-                   "--warmup", std::to_string(o.warmup), "--json"});
+    std::vector<std::string> args{"bench",
+                                  "--model",
+                                  o.model,
+                                  "--batch-size",
+                                  std::to_string(b),
+                                  "--threads",
+                                  std::to_string(o.threads_per_rank),
+                                  "--steps",
+                                  std::to_string(o.steps),
+                                  "--warmup",
+                                  std::to_string(o.warmup),
+                                  "--json"};
+    for (const std::string& a : given_execution_args(o.flags)) args.push_back(a);
+    const json r = run_ranks(o, n, args);
     if (n == 1) per_rank_mib = r.value("peak_rss_mib", 0.0);
     const double ips = r.value("world_size", 1) > 1 ? r["global_train_images_per_s"].get<double>()
                                                     : r["train_images_per_s"].get<double>();
@@ -196,6 +207,8 @@ int run_scale(const ScaleOptions& o) {
   json result{{"model", o.model},
               {"mode", o.strong ? "strong" : "weak"},
               {"threads_per_rank", o.threads_per_rank},
+              {"determinism",
+               train::determinism_name(flag_values(o.flags).execution.determinism)},
               {"batch_size", o.batch_size},
               {"gradient_bytes", grad_bytes},
               {"points", points}};
@@ -319,6 +332,8 @@ void add_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--mpirun", o->mpirun, "The MPI launcher")->capture_default_str();
   cmd->add_option("--out", o->out, "Write scale.json and scale.svg here");
   cmd->add_flag("--json", o->json, "Print one JSON object");
+  // --device, --determinism, --conv-algo, --cudnn, --perturb: passed on to every rank's bench.
+  add_execution_flags(*cmd, o->flags, {"--threads"});
   cmd->callback([o, &exit_code] { exit_code = run_scale(*o); });
 }
 

@@ -92,6 +92,18 @@ train::ExecutionConfig execution_from_flags(const ConfigFlags& o, train::Executi
   return c.execution;
 }
 
+std::vector<std::string> given_execution_args(const ConfigFlags& o) {
+  std::vector<std::string> args;
+  for (const train::ConfigField& field : train::config_fields()) {
+    if (!field.execution || field.flag.empty()) continue;
+    const CLI::Option* option = o.cmd->get_option_no_throw(field.flag);
+    if (option == nullptr || option->count() == 0) continue;
+    args.push_back(field.flag);
+    args.push_back(option->results().back());
+  }
+  return args;
+}
+
 void add_replaced_flag(CLI::App& cmd, const std::string& flag, const std::string& replacement,
                        bool takes_value) {
   const std::string why = "replaced by " + replacement + " (" + flag + " is no longer taken)";

@@ -42,6 +42,10 @@ void apply_given_flags(const ConfigFlags& o, train::TrainConfig& c);
 /// run a checkpoint with, and what bench, study and scale start from.
 train::ExecutionConfig execution_from_flags(const ConfigFlags& o, train::ExecutionConfig base);
 
+/// The execution flags given, as command-line words ("--determinism", "strict", ...): what a
+/// command that runs others (scale, through bench) passes on.
+std::vector<std::string> given_execution_args(const ConfigFlags& o);
+
 /// A flag an earlier version took (an option taking a value, or a switch), refused with one
 /// line naming what replaced it. Hidden from --help.
 void add_replaced_flag(CLI::App& cmd, const std::string& flag, const std::string& replacement,

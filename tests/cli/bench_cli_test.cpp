@@ -140,7 +140,30 @@ TEST(BenchCli, BadCombinationsEndInOneLine) {
   expect_one_line_error(run_epoch("bench --peak --device cuda", dir), 1, "--device");
   expect_one_line_error(run_epoch("bench --peak-size 64", dir), 1, "--peak-size");
   expect_one_line_error(run_epoch("bench --peak --peak-size 0", dir), 1, "--peak-size");
-  expect_one_line_error(run_epoch("bench --conv-algo winograd", dir), 2, "--conv-algo");
+  expect_one_line_error(run_epoch("bench --conv-algo winograd", dir), 1, "--conv-algo");
+  // The kernels are chosen as `epoch train` chooses them; the earlier switches name the flag.
+  expect_one_line_error(run_epoch("bench --strict", dir), 2, "--determinism strict");
+  expect_one_line_error(run_epoch("bench --reference-kernels", dir), 2, "--determinism reference");
+  expect_one_line_error(run_epoch("bench --determinism exact", dir), 1, "--determinism");
+}
+
+// --determinism picks the kernels timed, as in training, and the row records both.
+TEST(BenchCli, TheDeterminismIsRecorded) {
+  testing::TempDir dir;
+  for (const auto& [level, kernels] : std::vector<std::pair<std::string, std::string>>{
+           {"reproducible", "fast"}, {"strict", "strict"}, {"reference", "reference"}}) {
+    const CommandResult j = run_epoch(
+        "bench --model fmnist-cnn --batch-size 4 --threads 1 --warmup 0 --steps 10 --json "
+        "--determinism " +
+            level,
+        dir);
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    EXPECT_EQ(json::parse(j.out)["determinism"], level);
+    EXPECT_EQ(json::parse(j.out)["kernels"], kernels);
+  }
+  const CommandResult l = run_epoch(kQuickLayers + " --json --determinism strict", dir);
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_EQ(json::parse(l.out)["kernels"], "strict");
 }
 
 TEST(BenchCli, TheConvolutionAlgorithmIsRecorded) {

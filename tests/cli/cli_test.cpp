@@ -138,6 +138,53 @@ TEST(Cli, TrainEvalPredictEndToEnd) {
                         "nope.png");
 }
 
+// eval and predict run a checkpoint with the kernels it was trained with: a strict run trained
+// on 2 threads is evaluated on 1 to the bits of its own final evaluation, and says so; a flag
+// overrides the checkpoint's setting.
+TEST(Cli, EvalAndPredictUseTheCheckpointsKernels) {
+  testing::TempDir dir;
+  const std::string run = dir / "run";
+  const CommandResult t = run_epoch(
+      "train --data synthetic --synthetic-count 256 --epochs 1 --batch-size 32 --threads 2 "
+      "--determinism strict --out " +
+          run + " --json",
+      dir);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const double run_loss = nlohmann::json::parse(t.out)["test_loss"].get<double>();
+  const std::string ckpt = run + "/checkpoints/last.safetensors";
+  const CommandResult e = run_epoch("eval " + ckpt + " --threads 1 --json", dir);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto ej = nlohmann::json::parse(e.out);
+  EXPECT_EQ(ej["determinism"], "strict");
+  EXPECT_EQ(ej["threads"], 1);
+  EXPECT_EQ(ej["test_loss"].get<double>(), run_loss);  // bit for bit
+  const CommandResult text = run_epoch("eval " + ckpt + " --threads 1", dir);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("(strict kernels, 1 thread)"), std::string::npos) << text.out;
+  const CommandResult ref = run_epoch("eval " + ckpt + " --determinism reference --json", dir);
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_EQ(nlohmann::json::parse(ref.out)["determinism"], "reference");
+
+  data::Image img;
+  img.width = img.height = 28;
+  img.channels = 1;
+  img.pixels.assign(28 * 28, 0);
+  for (int i = 0; i < 28 * 28; i += 5) img.pixels[static_cast<std::size_t>(i)] = 180;
+  data::write_png(dir / "digit.png", img);
+  std::vector<nlohmann::json> predictions;
+  for (const char* threads : {"1", "2"}) {
+    const CommandResult p = run_epoch(
+        "predict " + ckpt + " " + (dir / "digit.png") + " --json --threads " + threads, dir);
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    predictions.push_back(nlohmann::json::parse(p.out));
+    EXPECT_EQ(predictions.back()["determinism"], "strict");
+  }
+  EXPECT_EQ(predictions[0]["probabilities"], predictions[1]["probabilities"]);
+  expect_one_line_error(run_epoch("eval " + ckpt + " --cpu-kernels reference", dir), 2,
+                        "--determinism reference");
+  expect_one_line_error(run_epoch("eval " + ckpt + " --device cuda", dir), 2, "--device");
+}
+
 TEST(Cli, KilledRunKeepsItsLastCheckpoint) {
   testing::TempDir dir;
   const std::string run = dir / "run";
