@@ -1,6 +1,7 @@
 // `epoch train`: trains a zoo model; `--json` ends with one machine-readable summary line.
 #include <sys/resource.h>
 
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "epoch/train/config_fields.h"
 #include "epoch/train/recipe.h"
 #include "epoch/train/run_dir.h"
+#include "epoch/train/stop.h"
 #include "epoch/train/trainer.h"
 
 namespace epoch::cli {
@@ -117,6 +119,9 @@ int run_train(TrainOptions& o) {
     std::fprintf(progress, "epoch: training %s%s%s: %s\n", c.run.model.c_str(), ranks.c_str(),
                  c.run.resume ? (" (resuming " + c.run.out_dir + ")").c_str() : "",
                  train::describe_recipe(c).c_str());
+  // Ctrl-C or SIGTERM: the run stops after its current step with a checkpoint (a second one
+  // ends it at once). Ranks under mpirun keep the default: they must stop at the same step.
+  if (!group.distributed()) train::stop_on_signals();
   const train::TrainResult r = train::train(c, progress);
   if (group.rank() != 0) return 0;
   train::record_files(r.run_dir, {"report.html"});  // the run's own, to replace
@@ -130,7 +135,9 @@ int run_train(TrainOptions& o) {
   } else {
     std::printf("run directory: %s\n", r.run_dir.c_str());
     std::printf("checkpoint:    %s\n", r.checkpoint.c_str());
-    if (r.test_accuracy >= 0 && r.test_top5_accuracy >= 0)
+    if (!r.evaluated)
+      std::printf("%s loss:     none (stopped before an evaluation)\n", r.eval_name.c_str());
+    else if (r.test_accuracy >= 0 && r.test_top5_accuracy >= 0)
       std::printf("%s accuracy: %.2f%% (top-5 %.2f%%)  %s loss: %.4f\n", r.eval_name.c_str(),
                   100.0 * r.test_accuracy, 100.0 * r.test_top5_accuracy, r.eval_name.c_str(),
                   r.test_loss);
@@ -154,6 +161,27 @@ int run_train(TrainOptions& o) {
       std::printf("skipped:       %lld bad image file%s (named in the warnings above)\n",
                   static_cast<long long>(r.skipped_images), r.skipped_images == 1 ? "" : "s");
     if (!report.empty()) std::printf("report:        %s\n", report.c_str());
+  }
+  if (r.stopped) {
+    const int signal = r.stop_signal;
+    const std::string where =
+        r.stopped_in_epoch > 0 ? "in epoch " + std::to_string(r.stopped_in_epoch) + " after step " +
+                                     std::to_string(r.stopped_epoch_step)
+                               : "after epoch " + std::to_string(r.epochs);
+    const char* by =
+        signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "Ctrl-C (SIGINT)" : "a request";
+    std::fflush(stdout);
+    if (r.stop_saved)
+      std::fprintf(stderr, "epoch: stopped by %s %s, checkpoint %s; continue with: epoch train "
+                   "--resume %s\n", by, where.c_str(), r.checkpoint.c_str(), r.run_dir.c_str());
+    else if (!r.checkpoint.empty())
+      std::fprintf(stderr, "epoch: stopped by %s %s; that epoch is not saved (a video run "
+                   "checkpoints at epoch ends): continue from %s with: epoch train --resume %s\n",
+                   by, where.c_str(), r.checkpoint.c_str(), r.run_dir.c_str());
+    else
+      std::fprintf(stderr, "epoch: stopped by %s %s, before its first checkpoint: nothing to "
+                   "resume\n", by, where.c_str());
+    return signal > 0 ? 128 + signal : 1;
   }
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "epoch/train/progress.h"
 #include "epoch/train/run_dir.h"
 #include "epoch/train/step.h"
+#include "epoch/train/stop.h"
 #include "epoch/train/training_data.h"
 
 namespace epoch::train {
@@ -142,6 +143,7 @@ struct ClipEpochTotals {
   std::int64_t steps = 0, windows = 0;
   double seconds = 0.0, wait_seconds = 0.0;
   std::int64_t bad_files = 0;
+  bool stopped = false;  // a stop was asked for (stop.h) and taken before the epoch's end
 };
 
 /// One epoch: the windows in this epoch's order, a Step on each batch of them.
@@ -164,6 +166,10 @@ ClipEpochTotals train_clip_epoch(ClipRun& run, Step& step, MetricsLog& metrics, 
                                                            static_cast<std::size_t>(run.batch), 0))
                             .to(run.device);
   for (std::int64_t s = 0; s < run.steps_per_epoch; ++s) {
+    if (s > 0 && stop_requested()) {
+      t.stopped = true;
+      break;
+    }
     std::vector<data::Clip> asked;
     for (std::int64_t i = s * run.batch; i < std::min(n, (s + 1) * run.batch); ++i)
       asked.push_back(run.windows[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])]);
@@ -300,9 +306,27 @@ TrainResult train_clips(const TrainConfig& c, const ResumePoint& resumed, std::F
       c.run.stop_after_epochs > 0 ? std::min(c.run.epochs, resumed.epoch + c.run.stop_after_epochs)
                                   : c.run.epochs;
   ClipEvalResult eval;
+  std::int64_t completed = resumed.epoch;
   for (std::int64_t epoch = resumed.epoch; epoch < end_epoch; ++epoch) {
+    if (stop_requested() && epoch > resumed.epoch) {  // between epochs: nothing lost
+      result.stopped = result.stop_saved = true;
+      break;
+    }
     const ClipEpochTotals t =
         train_clip_epoch(run, step, metrics, progress, epoch, global_step, recent);
+    if (t.stopped) {
+      // The windows' carried state is not checkpointed: the epoch's steps are dropped, and a
+      // resumed run starts the epoch again from its last checkpoint.
+      result.stopped = true;
+      result.stopped_in_epoch = epoch + 1;
+      result.stopped_epoch_step = t.steps;
+      if (fs::exists(run.last_ckpt)) result.checkpoint = run.last_ckpt.string();
+      if (!c.run.quiet)
+        progress.end_epoch("epoch " + std::to_string(epoch + 1) + ": stopped after step " +
+                           std::to_string(t.steps) + " of " +
+                           std::to_string(run.steps_per_epoch) + "; this epoch is not saved");
+      break;
+    }
     train_seconds += t.seconds;
     wait_seconds += t.wait_seconds;
     windows_this_run += t.windows;
@@ -330,10 +354,12 @@ TrainResult train_clips(const TrainConfig& c, const ResumePoint& resumed, std::F
     result.checkpoint = run.last_ckpt.string();
     metrics.write(clip_epoch_record(run, epoch, global_step, t, eval, since(wall_start)));
     if (!c.run.quiet) progress.end_epoch(clip_epoch_line(run, epoch, t, eval));
+    completed = epoch + 1;
   }
   warnings.summarize();
-  result.epochs = end_epoch;
+  result.epochs = completed;
   result.steps = global_step;
+  result.evaluated = eval.windows > 0;
   result.test_loss = eval.loss;
   result.test_accuracy = -1.0;
   result.test_baseline_mse = eval.baseline_mse;

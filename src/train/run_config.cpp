@@ -52,6 +52,12 @@ json TrainResult::to_json() const {
     j["comm_exposed_s"] = comm_exposed_s;
   }
   j["test_accuracy"] = test_accuracy >= 0 ? json(test_accuracy) : json(nullptr);
+  if (!evaluated) j["test_loss"] = nullptr;
+  if (stopped) {
+    j["stopped"] = true;
+    if (stopped_in_epoch > 0)
+      j["stopped_in"] = {{"epoch", stopped_in_epoch}, {"step", stopped_epoch_step}};
+  }
   if (test_top5_accuracy >= 0) j["test_top5_accuracy"] = test_top5_accuracy;
   if (frames_per_sample > 1) {
     j["frames_per_sample"] = frames_per_sample;

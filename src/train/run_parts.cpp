@@ -43,6 +43,13 @@ void write_epoch_checkpoints(const RunPaths& paths, const nn::Module& model,
   prune_epoch_checkpoints(dir, keep);
 }
 
+void write_stop_checkpoint(const RunPaths& paths, const nn::Module& model,
+                           const optim::Optimizer& optimizer,
+                           std::map<std::string, std::string> metadata) {
+  record_files(paths.dir.string(), {"checkpoints/last.safetensors"});
+  save_checkpoint(paths.last_ckpt.string(), model, &optimizer, std::move(metadata));
+}
+
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -135,6 +142,11 @@ ResumePoint resume_point(const TrainConfig& c, const std::filesystem::path& run_
   if (r.checkpoint.metadata.count("best_test_loss") > 0) {  // older checkpoints lack them
     r.best_accuracy = metadata_number(r.checkpoint, "best_test_accuracy");
     r.best_loss = metadata_number(r.checkpoint, "best_test_loss");
+  }
+  if (r.checkpoint.metadata.count("epoch_step") > 0) {  // a run stopped inside an epoch
+    r.epoch_step = metadata_int(r.checkpoint, "epoch_step", 1, std::int64_t{1} << 40);
+    r.epoch_loss_sum = metadata_number(r.checkpoint, "epoch_loss_sum");
+    r.epoch_images = metadata_int(r.checkpoint, "epoch_images", 0, std::int64_t{1} << 62);
   }
   return r;
 }

@@ -36,6 +36,12 @@ void write_epoch_checkpoints(const RunPaths& paths, const nn::Module& model,
                              std::map<std::string, std::string> metadata, std::int64_t epoch,
                              bool best, std::int64_t keep);
 
+/// A stopped run's checkpoint (stop.h): last.safetensors alone, the metadata saying where in
+/// its epoch the run stopped.
+void write_stop_checkpoint(const RunPaths& paths, const nn::Module& model,
+                           const optim::Optimizer& optimizer,
+                           std::map<std::string, std::string> metadata);
+
 /// The process's peak resident memory so far, in MiB.
 double peak_rss_mib();
 
@@ -55,6 +61,11 @@ struct ResumePoint {
   std::int64_t epoch = 0;      // completed epochs
   std::int64_t step = 0;       // optimizer steps taken
   double best_accuracy = -1.0, best_loss = HUGE_VAL;
+  /// A run stopped inside an epoch (stop.h): the batches of epoch `epoch + 1` already taken
+  /// (0: the checkpoint ends an epoch), and that epoch's loss sum and images so far.
+  std::int64_t epoch_step = 0;
+  double epoch_loss_sum = 0.0;
+  std::int64_t epoch_images = 0;
 };
 
 /// Reads the resumed run's position (its configuration must allow what `c` asks), or checks

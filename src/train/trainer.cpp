@@ -37,6 +37,7 @@
 #include "epoch/train/progress.h"
 #include "epoch/train/run_dir.h"
 #include "epoch/train/step.h"
+#include "epoch/train/stop.h"
 #include "epoch/train/training_data.h"
 #include "run_parts.h"
 
@@ -127,6 +128,16 @@ void broadcast_optimizer_state(dist::ProcessGroup& group, optim::Optimizer& opti
   optimizer.load_state(state);
 }
 
+/// A stopped run's result takes the request (which signal asked), so that the next run in
+/// this process starts unasked.
+TrainResult took_stop(TrainResult r) {
+  if (r.stopped) {
+    r.stop_signal = stop_signal();
+    clear_stop_request();
+  }
+  return r;
+}
+
 /// "(none yet)" or the last good checkpoint, for a message about a diverged run.
 std::string last_good(const Run& run) {
   return fs::exists(run.last_ckpt) ? run.last_ckpt.string() : std::string("(none yet)");
@@ -137,17 +148,26 @@ struct EpochTotals {
   std::int64_t steps = 0, images = 0;  // images: over every rank
   double seconds = 0.0, wait_seconds = 0.0;
   CommTotals comm;  // data-parallel runs
+  bool stopped = false;  // a stop was asked for (stop.h) and taken before the epoch's end
 };
 
 /// One epoch of steps: progress, a metrics record every --log-every steps. `global_step`
 /// counts optimizer updates across the run. With several ranks each takes its shard of every
-/// global batch (data::shard_order), and the loss reported is the global batch's.
+/// global batch (data::shard_order), and the loss reported is the global batch's. `within`:
+/// where a run stopped inside this epoch resumes (its first batches were taken). In one
+/// process a stop request (stop.h) ends the epoch after the current step.
 EpochTotals train_epoch(Run& run, Step& step, DataParallel& dp, data::Loader& loader,
                         MetricsLog* metrics, Progress& progress, std::int64_t epoch,
-                        std::int64_t& global_step) {
+                        std::int64_t& global_step, const ResumePoint& within) {
   const TrainConfig& c = run.c;
   std::vector<std::int64_t> order = data::epoch_order(run.n_train, c.run.seed, epoch, true);
   if (run.world > 1) order = data::shard_order(order, c.run.batch_size, run.rank, run.world);
+  // The same batches as the uninterrupted epoch: each is a slice of the order, whose
+  // augmentation draws from (seed, epoch, sample index) alone.
+  const std::int64_t first = within.epoch_step;
+  order.erase(order.begin(),
+              order.begin() + std::min<std::int64_t>(first * run.global_batch,
+                                                     static_cast<std::int64_t>(order.size())));
   loader.start_epoch(epoch, std::move(order));
   const double wait_before = loader.stats().wait_s;
   run.model->train(true);
@@ -155,6 +175,9 @@ EpochTotals train_epoch(Run& run, Step& step, DataParallel& dp, data::Loader& lo
   if (show) progress.start_epoch(epoch + 1, c.run.epochs, run.steps_per_epoch);
   const auto start = std::chrono::steady_clock::now();
   EpochTotals t;
+  t.loss_sum = within.epoch_loss_sum;
+  t.images = within.epoch_images;
+  t.steps = first;
   double window_sum = 0.0;
   std::int64_t window_n = 0;
   // Batches whose images were all skipped are not steps; the schedule follows the planned
@@ -162,7 +185,15 @@ EpochTotals train_epoch(Run& run, Step& step, DataParallel& dp, data::Loader& lo
   // Several ranks reading image files agree each step on how many samples survived (a rank
   // whose share was all bad images still takes part, with no gradient of its own).
   const bool count_each_step = run.world > 1 && run.data.from_files();
-  for (std::int64_t s = 0; s < run.steps_per_epoch; ++s) {
+  const std::size_t bad_before = loader.stats().bad_files.size();
+  for (std::int64_t s = first; s < run.steps_per_epoch; ++s) {
+    // (after a bad image the batches no longer match the order's slices one to one, so the
+    // epoch runs to its end, where the stop is taken)
+    if (s > first && run.world == 1 && stop_requested() &&
+        loader.stats().bad_files.size() == bad_before) {
+      t.stopped = true;
+      break;
+    }
     const data::Batch* batch = loader.next();
     if (batch == nullptr) break;  // bad images were skipped: fewer batches this epoch
     const std::int64_t local = batch->images.size(0);
@@ -337,7 +368,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
 
   // This call's kernels and threads, for this thread only and restored on return.
   const ops::ContextGuard context(kernel_context(c.execution));
-  if (video) return train_clips(c, start, progress_out, warnings, wall_start);
+  if (video) return took_stop(train_clips(c, start, progress_out, warnings, wall_start));
 
   // Model, data, step (optimizer and schedule), restored when resuming.
   Run run(c, warnings, group.rank(), group.size());
@@ -396,12 +427,59 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
                                      ? std::min(c.run.epochs, start.epoch + c.run.stop_after_epochs)
                                      : c.run.epochs;
   double comm_s = 0.0, comm_exposed_s = 0.0;
+  std::int64_t completed = start.epoch;
   for (std::int64_t epoch = start.epoch; epoch < end_epoch; ++epoch) {
-    const EpochTotals t = train_epoch(run, step, dp, loader, metrics ? &*metrics : nullptr,
-                                      progress, epoch, global_step);
+    if (run.world == 1 && stop_requested() && epoch > start.epoch) {  // between epochs
+      result.stopped = result.stop_saved = true;
+      break;
+    }
+    const EpochTotals t =
+        train_epoch(run, step, dp, loader, metrics ? &*metrics : nullptr, progress, epoch,
+                    global_step, epoch == start.epoch ? start : ResumePoint{});
+    if (t.stopped) {
+      // Where it stands, inside the epoch: a checkpoint that resumes bit for bit (no
+      // evaluation, no epoch record; the last good parameters checked first).
+      if (const std::string bad = first_non_finite_tensor(*run.model, &step.optimizer());
+          !bad.empty())
+        EPOCH_THROW(NumericalError, "stopping in epoch ", epoch + 1, ": tensor '", bad,
+                    "' holds NaN or infinite values, so nothing was saved; the last good "
+                    "checkpoint is ",
+                    last_good(run));
+      auto meta = checkpoint_metadata(c, run.pre, *run.data.train, epoch, global_step, eval);
+      for (const char* key : {"test_loss", "test_accuracy"}) {  // the last evaluation's, if any
+        if (eval.count > 0) continue;
+        if (start.checkpoint.metadata.count(key) > 0) {
+          meta[key] = start.checkpoint.metadata.at(key);
+        } else {
+          meta.erase(key);
+        }
+      }
+      if (std::isfinite(start.best_loss)) {  // an epoch was evaluated before
+        meta["best_test_accuracy"] = json(start.best_accuracy).dump();
+        meta["best_test_loss"] = json(start.best_loss).dump();
+      }
+      meta["world_size"] = "1";
+      meta["epoch_step"] = std::to_string(t.steps);
+      meta["epoch_loss_sum"] = json(t.loss_sum).dump();
+      meta["epoch_images"] = std::to_string(t.images);
+      write_stop_checkpoint(run, *run.model, step.optimizer(), std::move(meta));
+      result.checkpoint = run.last_ckpt.string();
+      result.train_loss = t.loss_sum / static_cast<double>(t.steps);
+      train_seconds += t.seconds;
+      wait_seconds += t.wait_seconds;
+      images_this_run += t.images - (epoch == start.epoch ? start.epoch_images : 0);
+      result.stopped = result.stop_saved = true;
+      result.stopped_in_epoch = epoch + 1;
+      result.stopped_epoch_step = t.steps;
+      if (!c.run.quiet && lead)
+        progress.end_epoch("epoch " + std::to_string(epoch + 1) + ": stopped after step " +
+                           std::to_string(t.steps) + " of " +
+                           std::to_string(run.steps_per_epoch));
+      break;
+    }
     train_seconds += t.seconds;
     wait_seconds += t.wait_seconds;
-    images_this_run += t.images;
+    images_this_run += t.images - (epoch == start.epoch ? start.epoch_images : 0);
     comm_s += t.comm.busy_s;
     comm_exposed_s += t.comm.exposed_s;
     result.train_loss = t.loss_sum / static_cast<double>(t.steps);
@@ -426,10 +504,12 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
       metrics->write(epoch_record(epoch, global_step, t, eval, elapsed()));
       if (!c.run.quiet) progress.end_epoch(epoch_line(epoch, t, eval, run.data.val_name));
     }
+    completed = epoch + 1;
   }
   warnings.summarize();
-  result.epochs = end_epoch;
+  result.epochs = completed;
   result.steps = global_step;
+  result.evaluated = eval.count > 0;
   result.test_loss = eval.loss;
   result.test_accuracy = eval.accuracy;
   result.test_top5_accuracy = eval.top5_accuracy;
@@ -443,7 +523,7 @@ TrainResult train(const TrainConfig& requested, std::FILE* progress_out, Warning
   result.global_batch_size = run.global_batch;
   result.comm_s = comm_s;
   result.comm_exposed_s = comm_exposed_s;
-  return result;
+  return took_stop(std::move(result));
 }
 
 }  // namespace epoch::train

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -208,6 +209,68 @@ TEST(Cli, KilledRunKeepsItsLastCheckpoint) {
   EXPECT_GE(std::stoi(last.metadata.at("epoch")), 1);
   const CommandResult e = run_epoch("eval " + run + "/checkpoints/last.safetensors", dir);
   EXPECT_EQ(e.exit_code, 0) << e.err;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Ctrl-C during `epoch train` ends the run after the current step with a checkpoint of where
+// it stood, mid-epoch included, and a line saying how to resume; the resumed run ends with
+// the same bits (parameters, optimizer state, losses) as a run never interrupted.
+TEST(Cli, CtrlCStopsWithACheckpointThatResumesBitForBit) {
+  testing::TempDir dir;
+  const std::string flags =
+      "train --data synthetic --synthetic-count 6144 --epochs 2 --batch-size 32 --threads 2 "
+      "--log-every 1 --quiet --json --out ";
+  const CommandResult whole = run_epoch(flags + (dir / "whole"), dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+
+  const std::string run = dir / "stopped", err = dir / "stderr.txt";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::FILE* to = std::freopen(err.c_str(), "w", stderr);
+    std::FILE* out = std::freopen("/dev/null", "w", stdout);
+    if (to == nullptr || out == nullptr) _exit(126);
+    execl(EPOCH_TEST_BINARY, EPOCH_TEST_BINARY, "train", "--data", "synthetic",
+          "--synthetic-count", "6144", "--epochs", "2", "--batch-size", "32", "--threads", "2",
+          "--log-every", "1", "--quiet", "--out", run.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Once its first steps are logged, the run is under way (its handler installed).
+  for (int i = 0; i < 600 && count_lines(read_text(run + "/metrics.jsonl")) < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  const std::string said = read_text(err);
+  EXPECT_EQ(count_lines(said), 1) << said;
+  EXPECT_NE(said.find("stopped by Ctrl-C (SIGINT) in epoch"), std::string::npos) << said;
+  EXPECT_NE(said.find("epoch train --resume " + run), std::string::npos) << said;
+  const SafetensorsFile stop = load_safetensors(run + "/checkpoints/last.safetensors");
+  ASSERT_GT(stop.metadata.count("epoch_step"), 0u) << "stopped at an epoch's end";
+
+  const CommandResult resumed = run_epoch("train --resume " + run + " --quiet --json", dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto a = nlohmann::json::parse(whole.out), b = nlohmann::json::parse(resumed.out);
+  EXPECT_EQ(a["test_loss"], b["test_loss"]);
+  EXPECT_EQ(a["train_loss"], b["train_loss"]);
+  EXPECT_EQ(a["steps"], b["steps"]);
+  const SafetensorsFile x = load_safetensors(dir / "whole/checkpoints/last.safetensors");
+  const SafetensorsFile y = load_safetensors(run + "/checkpoints/last.safetensors");
+  ASSERT_EQ(x.tensors.size(), y.tensors.size());
+  for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+    ASSERT_EQ(x.tensors[i].name, y.tensors[i].name);
+    const std::vector<float> p = x.tensors[i].tensor.to_vector();
+    const std::vector<float> q = y.tensors[i].tensor.to_vector();
+    ASSERT_EQ(p.size(), q.size()) << x.tensors[i].name;
+    EXPECT_EQ(std::memcmp(p.data(), q.data(), p.size() * sizeof(float)), 0) << x.tensors[i].name;
+  }
+  EXPECT_EQ(y.metadata.count("epoch_step"), 0u);
 }
 
 TEST(Cli, ModelsInfoAndBench) {

@@ -19,6 +19,7 @@ struct TrainResult {
   std::int64_t epochs = 0;  // completed epochs
   std::int64_t steps = 0;   // optimizer steps in total
   double train_loss = 0.0;  // mean loss of the last epoch
+  bool evaluated = false;   // test_* hold an evaluation of this call (a stopped run may have none)
   double test_loss = 0.0;
   double test_accuracy = -1.0;         // -1 when the task has no accuracy (reconstruction)
   double test_top5_accuracy = -1.0;    // -1 unless the model tells more than 5 classes apart
@@ -40,6 +41,15 @@ struct TrainResult {
   double recent_loss = 0.0, recent_baseline_mse = 0.0;
   double test_baseline_mse = -1.0;     // on the evaluation frames (-1: not a video model)
   double dataset_baseline_mse = -1.0;  // the training split's, from the data's baseline.json
+  /// A stop was asked for (stop.h) and the run ended early, its checkpoint where it stood:
+  /// inside epoch `stopped_in_epoch` after `stopped_epoch_step` of its steps, or (0) after
+  /// its last completed epoch.
+  bool stopped = false;
+  std::int64_t stopped_in_epoch = 0, stopped_epoch_step = 0;
+  /// The checkpoint holds where the run stopped (else, a video run stopped inside an epoch:
+  /// that epoch's steps were dropped and a resume starts it again).
+  bool stop_saved = false;
+  int stop_signal = 0;  // the signal that asked (0: a caller's request_stop)
   nlohmann::json to_json() const;
 };
 
