@@ -185,6 +185,45 @@ EpochTotals train_epoch(Run& run, Step& step, DataParallel& dp, data::Loader& lo
   // Several ranks reading image files agree each step on how many samples survived (a rank
   // whose share was all bad images still takes part, with no gradient of its own).
   const bool count_each_step = run.world > 1 && run.data.from_files();
+  // Each step's loss on its way to the host, accounted in step order by settle(): the NaN
+  // guard, the sums, the progress bar and the metrics records. On the CPU a loss is read at
+  // once. On a device it stays there and the losses are read back together every --log-every
+  // steps, before a stop and at the epoch's end (so before any checkpoint): the host queues
+  // steps ahead instead of waiting for each one. Several ranks agree on each step's global
+  // loss as it comes.
+  struct Pending {
+    Tensor loss;        // on the device, detached (undefined: `value` holds it)
+    double value = 0.0;
+    std::int64_t s = 0, global_step = 0, images = 0;
+    float lr = 0.0f;    // the step's learning rate
+  };
+  std::vector<Pending> pending;
+  const bool read_each_step =
+      (!run.device.is_cuda() && !c.run.batched_loss_readback) || run.world > 1;
+  const auto settle = [&] {
+    for (const Pending& p : pending) {
+      const double lv = dp.mean_loss(p.loss.defined() ? p.loss.to(Device::cpu()).item() : p.value);
+      if (!std::isfinite(lv))
+        EPOCH_THROW(NumericalError, "loss became ", lv, " at epoch ", epoch + 1, " step ", p.s + 1,
+                    " (lr ", p.lr, "); the last good checkpoint is ", last_good(run));
+      t.loss_sum += lv;
+      window_sum += lv;
+      ++window_n;
+      t.images += p.images;
+      t.steps = p.s + 1;
+      if (show) progress.update(p.s + 1, t.images, window_sum / static_cast<double>(window_n));
+      if (metrics != nullptr && c.run.log_every > 0 && p.global_step % c.run.log_every == 0) {
+        metrics->write({{"kind", "step"},
+                        {"epoch", epoch + 1},
+                        {"step", p.global_step},
+                        {"loss", window_sum / static_cast<double>(window_n)},
+                        {"lr", p.lr}});
+        window_sum = 0.0;
+        window_n = 0;
+      }
+    }
+    pending.clear();
+  };
   const std::size_t bad_before = loader.stats().bad_files.size();
   for (std::int64_t s = first; s < run.steps_per_epoch; ++s) {
     // (after a bad image the batches no longer match the order's slices one to one, so the
@@ -206,37 +245,29 @@ EpochTotals train_epoch(Run& run, Step& step, DataParallel& dp, data::Loader& lo
                      : local,
                  global_count);
     const std::int64_t position = epoch * run.steps_per_epoch + s;
-    double local_loss = 0.0;
+    Pending p;
     if (local > 0) {
       const Tensor x = batch->images.to(run.device), labels = batch->labels.to(run.device);
-      local_loss = step.run(x, labels, position, static_cast<std::uint64_t>(global_step)).item();
+      const Tensor loss = step.run(x, labels, position, static_cast<std::uint64_t>(global_step));
+      if (read_each_step) {
+        p.value = loss.item();
+      } else {
+        p.loss = loss.detach();
+      }
     } else {
       step.run_without_batch(position);
     }
     ++global_step;
-    const double lv = dp.mean_loss(local_loss);
-    if (!std::isfinite(lv))
-      EPOCH_THROW(NumericalError, "loss became ", lv, " at epoch ", epoch + 1, " step ", s + 1,
-                  " (lr ", step.optimizer().lr(), "); the last good checkpoint is ",
-                  last_good(run));
+    p.s = s;
+    p.global_step = global_step;
+    p.images = run.world > 1 ? global_count : batch->images.size(0);
+    p.lr = step.optimizer().lr();
+    pending.push_back(std::move(p));
+    if (read_each_step || (c.run.log_every > 0 && global_step % c.run.log_every == 0)) settle();
     if (c.run.check_ranks_every > 0 && global_step % c.run.check_ranks_every == 0)
       dp.check_in_sync("after step " + std::to_string(global_step));
-    t.loss_sum += lv;
-    window_sum += lv;
-    ++window_n;
-    t.images += run.world > 1 ? global_count : batch->images.size(0);
-    t.steps = s + 1;
-    if (show) progress.update(s + 1, t.images, window_sum / static_cast<double>(window_n));
-    if (metrics != nullptr && c.run.log_every > 0 && global_step % c.run.log_every == 0) {
-      metrics->write({{"kind", "step"},
-                      {"epoch", epoch + 1},
-                      {"step", global_step},
-                      {"loss", window_sum / static_cast<double>(window_n)},
-                      {"lr", step.optimizer().lr()}});
-      window_sum = 0.0;
-      window_n = 0;
-    }
   }
+  settle();
   if (t.steps == 0)
     EPOCH_THROW(IoError, run.data.train->description(), ": every training image of epoch ",
                 epoch + 1, " was skipped as bad (see the warnings)");

@@ -136,6 +136,54 @@ TEST(Trainer, DivergenceIsAClearError) {
   }
 }
 
+// The losses read back in batches (as on a device: every --log-every steps and at the epoch's
+// end) give the same records, bits and checkpoints as read at each step, and a non-finite one
+// is still caught, naming its step, before any checkpoint.
+TEST(Trainer, BatchedLossReadbackChangesNothingButWhenTheHostLooks) {
+  testing::TempDir dir;
+  std::vector<std::vector<nlohmann::json>> records;
+  std::vector<std::string> checkpoints;
+  for (const bool batched : {false, true}) {
+    TrainConfig c = small_config(dir / (batched ? "batched" : "each"));
+    c.run.log_every = 3;
+    c.run.batched_loss_readback = batched;
+    const TrainResult r = train(c, stdout);
+    checkpoints.push_back(r.checkpoint);
+    std::vector<nlohmann::json> kept;
+    for (nlohmann::json m : read_metrics(c.run.out_dir)) {
+      for (const char* timing : {"images_per_s", "epoch_s", "elapsed_s", "data_wait_s",
+                                 "peak_rss_mib", "data_wait_fraction"})
+        m.erase(timing);
+      kept.push_back(m);
+    }
+    records.push_back(kept);
+  }
+  EXPECT_EQ(records[0], records[1]);
+  expect_same_checkpoint_tensors(checkpoints[0], checkpoints[1]);
+
+  std::vector<std::string> said;
+  for (const bool batched : {false, true}) {
+    const std::string out = dir / (batched ? "diverging-batched" : "diverging");
+    TrainConfig diverging = small_config(out);
+    diverging.optimizer = optim::optimizer_defaults("sgd");
+    diverging.optimizer.lr = 1e12f;
+    diverging.schedule.kind = optim::ScheduleKind::constant;
+    diverging.run.epochs = 1;
+    diverging.run.log_every = 1000;  // batched: read back only at the epoch's end
+    diverging.run.batched_loss_readback = batched;
+    try {
+      train(diverging, stdout);
+      ADD_FAILURE() << "diverging run did not throw";
+    } catch (const NumericalError& e) {
+      said.emplace_back(e.what());
+    }
+    EXPECT_FALSE(std::filesystem::exists(out + "/checkpoints/last.safetensors"));
+  }
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[0].find("loss became"), std::string::npos) << said[0];
+  EXPECT_EQ(said[0], said[1]);  // the same step and learning rate named
+}
+
 TEST(Trainer, RefusesToOverwriteARunAndChecksTheConfig) {
   testing::TempDir dir;
   TrainConfig c = small_config(dir / "run");

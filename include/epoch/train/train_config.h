@@ -79,6 +79,10 @@ struct RunConfig {
   std::int64_t check_ranks_every = 0;
   bool progress_interactive = false;  // redraw a bar (a terminal) instead of periodic lines
   bool quiet = false;                 // no progress output at all
+  /// Read the step losses back every log_every steps (and at an epoch's end) rather than at
+  /// each step: what a CUDA device always does, so that the host runs ahead; on the CPU, for
+  /// the tests of that path.
+  bool batched_loss_readback = false;
 };
 
 /// A training run's configuration: six typed parts, described once (config_fields.h).
