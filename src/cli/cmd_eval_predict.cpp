@@ -11,10 +11,9 @@
 #include "cli/flag_checks.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/warnings.h"
+#include "epoch/train/checkpoint_eval.h"
 #include "epoch/train/clips.h"
-#include "epoch/train/evaluate.h"
 #include "epoch/train/inference.h"
-#include "epoch/train/training_data.h"
 
 namespace epoch::cli {
 namespace {
@@ -60,16 +59,9 @@ bool predicts_frames(const train::TrainedModel& t) {
 }
 
 /// A video model's evaluation: its loss and the previous-frame baseline on the same frames.
-int run_eval_clips(const EvalOptions& o, train::TrainedModel& t, const train::TrainConfig& c,
-                   const train::ExecutionConfig& execution) {
-  Warnings warnings(stderr);
-  const train::ClipData d = train::open_clip_data(c, &warnings);
-  const std::int64_t frames = train::window_frames(c, t.model->spec());
-  const train::ClipEvalResult r = train::evaluate_clips(
-      *t.model, d.val, t.preprocessing, frames, o.batch_size > 0 ? o.batch_size : c.run.batch_size,
-      c.data.on_bad_image, &warnings);
-  if (r.windows == 0)
-    EPOCH_THROW(IoError, d.val.root, ": every window had a bad frame (see the warnings)");
+void print_clip_eval(const EvalOptions& o, const train::TrainedModel& t,
+                     const train::CheckpointEval& e, const train::ExecutionConfig& execution) {
+  const train::ClipEvalResult& r = e.clips;
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"checkpoint", o.checkpoint},
                                        {"model", t.model->spec().name},
@@ -87,37 +79,25 @@ int run_eval_clips(const EvalOptions& o, train::TrainedModel& t, const train::Tr
     std::printf(
         "%s on %lld %s frames (%lld windows): loss %.5f, previous-frame baseline %.5f (%s by "
         "%.5f; %s)\n",
-        t.model->spec().name.c_str(), static_cast<long long>(r.frames), d.val_name.c_str(),
+        t.model->spec().name.c_str(), static_cast<long long>(r.frames), e.data_name.c_str(),
         static_cast<long long>(r.windows), r.loss, r.baseline_mse,
         r.loss < r.baseline_mse ? "better" : "worse", std::abs(r.baseline_mse - r.loss),
         describe_kernels(execution).c_str());
   }
-  return 0;
 }
 
 int run_eval(const EvalOptions& o) {
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
   const train::ExecutionConfig execution = inference_execution(o.flags, t);
   const ops::ContextGuard context(train::kernel_context(execution));
-  train::TrainConfig c = t.config;
-  if (!o.data.empty()) {
-    c.data.source = o.data;
-    c.data.val_data.clear();
-    c.data.val_split = 0.0;
-  }
-  if (predicts_frames(t)) return run_eval_clips(o, t, c, execution);
-  if (o.limit > 0) c.data.limit_test = o.limit;
-  const std::unique_ptr<data::SampleSource> source =
-      train::open_evaluation_data(c, t.model->spec(), t.class_names);
-  data::LoaderConfig config;
-  config.batch_size = o.batch_size > 0
-                          ? o.batch_size
-                          : train::auto_eval_batch_size(t.model->spec(), c.run.batch_size);
-  config.workers = c.data.workers >= 0 ? c.data.workers : 0;
-  config.on_bad_image = c.data.on_bad_image;
   Warnings warnings(stderr);
-  data::Loader loader(*source, t.preprocessing, std::nullopt, config, &warnings);
-  const train::EvalResult r = train::evaluate(*t.model, loader, source->size());
+  const train::CheckpointEval e =
+      train::evaluate_checkpoint(t, {o.data, o.batch_size, o.limit}, warnings);
+  if (e.frames) {
+    print_clip_eval(o, t, e, execution);
+    return 0;
+  }
+  const train::EvalResult& r = e.images;
   if (o.json) {
     nlohmann::json j{{"checkpoint", o.checkpoint},
                      {"model", t.model->spec().name},

@@ -98,6 +98,16 @@ TEST(Cli, BadCheckpointIsOneLine) {
                         "garbage.safetensors");
 }
 
+/// A 28x28 gray PNG (what fmnist-cnn takes): every `stride`-th pixel `value`, the rest black.
+void write_gray_png(const std::string& path, int stride, std::uint8_t value) {
+  data::Image img;
+  img.width = img.height = 28;
+  img.channels = 1;
+  img.pixels.assign(28 * 28, 0);
+  for (int i = 0; i < 28 * 28; i += stride) img.pixels[static_cast<std::size_t>(i)] = value;
+  data::write_png(path, img);
+}
+
 TEST(Cli, TrainEvalPredictEndToEnd) {
   testing::TempDir dir;
   const std::string run = dir / "run";
@@ -119,12 +129,7 @@ TEST(Cli, TrainEvalPredictEndToEnd) {
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(e.out)["test_accuracy"].get<double>(),
                    summary["test_accuracy"].get<double>());
 
-  data::Image img;
-  img.width = img.height = 28;
-  img.channels = 1;
-  img.pixels.assign(28 * 28, 0);
-  for (int i = 0; i < 28 * 28; i += 3) img.pixels[static_cast<std::size_t>(i)] = 200;
-  data::write_png(dir / "sample.png", img);
+  write_gray_png(dir / "sample.png", 3, 200);
   const CommandResult p =
       run_epoch("predict " + ckpt + " " + (dir / "sample.png") + " --json", dir);
   ASSERT_EQ(p.exit_code, 0) << p.err;
@@ -166,12 +171,7 @@ TEST(Cli, EvalAndPredictUseTheCheckpointsKernels) {
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   EXPECT_EQ(nlohmann::json::parse(ref.out)["determinism"], "reference");
 
-  data::Image img;
-  img.width = img.height = 28;
-  img.channels = 1;
-  img.pixels.assign(28 * 28, 0);
-  for (int i = 0; i < 28 * 28; i += 5) img.pixels[static_cast<std::size_t>(i)] = 180;
-  data::write_png(dir / "digit.png", img);
+  write_gray_png(dir / "digit.png", 5, 180);
   std::vector<nlohmann::json> predictions;
   for (const char* threads : {"1", "2"}) {
     const CommandResult p = run_epoch(

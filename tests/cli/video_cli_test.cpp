@@ -45,6 +45,9 @@ TEST(VideoCli, TrainEvalAndPredictASequence) {
   EXPECT_DOUBLE_EQ(ej["test_baseline_mse"].get<double>(),
                    summary["test_baseline_mse"].get<double>());
   EXPECT_NEAR(ej["test_loss"].get<double>(), summary["test_loss"].get<double>(), 1e-6);
+  const CommandResult limited = run_epoch("eval " + ckpt + " --limit 1 --json", dir);
+  ASSERT_EQ(limited.exit_code, 0) << limited.err;
+  EXPECT_EQ(nlohmann::json::parse(limited.out)["windows"], 1);  // --limit counts windows
   const CommandResult words = run_epoch("eval " + ckpt, dir);
   EXPECT_NE(words.out.find("previous-frame baseline"), std::string::npos) << words.out;
 
