@@ -245,7 +245,8 @@ TEST(Cli, CtrlCStopsWithACheckpointThatResumesBitForBit) {
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status) << ": "
+                                 << read_text(err);
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
   const std::string said = read_text(err);
   EXPECT_EQ(count_lines(said), 1) << said;
