@@ -1,4 +1,4 @@
-// The parts both trainers share (see run_parts.h).
+// The pieces a run is built from (see run_parts.h).
 #include "run_parts.h"
 
 #include <sys/resource.h>

@@ -1,6 +1,6 @@
-// What the image trainer (trainer.cpp) and the clip trainer (clip_trainer.cpp) share: where a
-// run starts and on what device, its planned schedule, its config.json, and the checks before
-// it starts. Internal to the train layer.
+// The pieces train() (trainer.cpp) builds a run from, and its callbacks write: where a run
+// starts and on what device, its planned schedule, its config.json and checkpoints, and the
+// checks before it starts. Internal to the train layer.
 #pragma once
 
 #include <cmath>

@@ -101,6 +101,26 @@ void check_trains_on_images(const models::ModelSpec& spec) {
                 "` times its steps)");
 }
 
+namespace {
+/// ConfigError unless the model can train on the data: its classes, channels, sizes.
+void check_data_fits(const TrainingData& d, const models::ModelSpec& spec) {
+  const std::int64_t have = d.train->num_classes();
+  if (spec.task == models::Task::classification && have > spec.outputs)
+    EPOCH_THROW(ConfigError, "model ", spec.name, " has ", spec.outputs, " outputs but the data ",
+                d.train->description(), " has ", have, " classes");
+  if (spec.task == models::Task::binary && have != 2)
+    EPOCH_THROW(ConfigError, "model ", spec.name, " tells 2 classes apart but the data ",
+                d.train->description(), " has ", have);
+  if (const data::ImageDataset* m = d.train->in_memory(); m && m->channels() != spec.input[0])
+    EPOCH_THROW(ConfigError, "model ", spec.name, " takes ", spec.input[0], "-channel images but ",
+                d.train->description(), " has ", m->channels());
+  if (d.train->size() == 0)
+    EPOCH_THROW(ConfigError, d.train->description(), ": no training samples");
+  if (d.val && d.val->size() == 0)
+    EPOCH_THROW(ConfigError, d.val->description(), ": no validation samples");
+}
+}  // namespace
+
 TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& spec,
                                 bool validation_optional) {
   check_trains_on_images(spec);
@@ -153,20 +173,17 @@ TrainingData open_training_data(const TrainConfig& c, const models::ModelSpec& s
   if (d.kind != "image-folder" && (!c.data.val_data.empty() || c.data.val_split > 0))
     EPOCH_THROW(ConfigError, "--val-data and --val-split apply to image folders; ",
                 c.data.source.empty() ? "Fashion-MNIST" : c.data.source, " has its own test set");
-  const std::int64_t have = d.train->num_classes();
-  if (spec.task == models::Task::classification && have > spec.outputs)
-    EPOCH_THROW(ConfigError, "model ", spec.name, " has ", spec.outputs, " outputs but the data ",
-                d.train->description(), " has ", have, " classes");
-  if (spec.task == models::Task::binary && have != 2)
-    EPOCH_THROW(ConfigError, "model ", spec.name, " tells 2 classes apart but the data ",
-                d.train->description(), " has ", have);
-  if (const data::ImageDataset* m = d.train->in_memory(); m && m->channels() != spec.input[0])
-    EPOCH_THROW(ConfigError, "model ", spec.name, " takes ", spec.input[0], "-channel images but ",
-                d.train->description(), " has ", m->channels());
-  if (d.train->size() == 0)
-    EPOCH_THROW(ConfigError, d.train->description(), ": no training samples");
-  if (d.val && d.val->size() == 0)
-    EPOCH_THROW(ConfigError, d.val->description(), ": no validation samples");
+  check_data_fits(d, spec);
+  return d;
+}
+
+TrainingData in_memory_training_data(const TrainConfig& c, const models::ModelSpec& spec,
+                                     data::ImageDataset train, data::ImageDataset val) {
+  check_trains_on_images(spec);
+  TrainingData d;
+  memory_pair(d, std::move(train), std::move(val), c);
+  d.kind = "in-memory";
+  check_data_fits(d, spec);
   return d;
 }
 

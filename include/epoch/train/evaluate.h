@@ -22,6 +22,9 @@ struct EvalResult {
   /// unless the model tells more than 5 classes apart.
   double top5_accuracy = -1.0;
   std::int64_t correct_top5 = 0;
+  /// Video models: the previous-frame baseline's MSE on the same frames (what a prediction
+  /// must beat); -1 otherwise.
+  double baseline_mse = -1.0;
 };
 
 /// Whether `label` is among the k highest of row[0..classes): fewer than k entries exceed it

@@ -8,7 +8,11 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
+#include <vector>
+
+#include "epoch/data/dataset.h"
 #include "epoch/tensor/warnings.h"
+#include "epoch/train/callback.h"
 #include "epoch/train/train_config.h"
 
 namespace epoch::train {
@@ -52,6 +56,24 @@ struct TrainResult {
   int stop_signal = 0;  // the signal that asked (0: a caller's request_stop)
   nlohmann::json to_json() const;
 };
+
+/// What a program adds to a run beyond its configuration.
+struct TrainOptions {
+  /// Where the progress bar and epoch lines go (null: nowhere; --quiet also silences them).
+  std::FILE* progress = stdout;
+  /// Where warnings go (null: stderr).
+  Warnings* warnings = nullptr;
+  /// Called at each epoch's start, each step's and epoch's end and a stop, after the run's own
+  /// (checkpoints, metrics.jsonl, progress), in this order; any may end the run. Not owned.
+  std::vector<Callback*> callbacks;
+  /// Images held in memory to train and evaluate on instead of config.data (both or neither;
+  /// not owned, read during the call). The run records its data as "in-memory".
+  const data::ImageDataset* train_images = nullptr;
+  const data::ImageDataset* validation_images = nullptr;
+};
+
+/// Trains as configured (see the overload below), with a program's callbacks and data.
+TrainResult train(const TrainConfig& config, const TrainOptions& options);
 
 /// Trains as configured, writing progress to `progress_out` and warnings to `warnings` (null:
 /// stderr). Throws epoch::Error on bad input; a run interrupted at any point keeps its last

@@ -19,7 +19,7 @@ struct TrainingData {
   /// What val is, for messages: "test" (a dataset's own test set, a test/ folder) or
   /// "validation" (validation/ or val/ folders, --val-data, --val-split).
   std::string val_name = "test";
-  /// fashion-mnist, idx, cifar10, image-folder or synthetic.
+  /// fashion-mnist, idx, cifar10, image-folder, synthetic or in-memory.
   std::string kind;
   bool from_files() const { return kind == "image-folder"; }
 };
@@ -37,6 +37,12 @@ void check_trains_on_images(const models::ModelSpec& spec);
 /// class folder without validation images gives a null val instead of an error.
 TrainingData open_training_data(const TrainConfig& config, const models::ModelSpec& spec,
                                 bool validation_optional = false);
+
+/// Images held in memory (u8 N x C x H x W with labels, as data::ImageDataset) as a run's
+/// training and validation data, checked as open_training_data checks files (classes,
+/// channels); --limit-train / --limit-test apply.
+TrainingData in_memory_training_data(const TrainConfig& config, const models::ModelSpec& spec,
+                                     data::ImageDataset train, data::ImageDataset val);
 
 /// What `epoch eval` evaluates on: a folder of class subfolders as a whole (read with the
 /// checkpoint's `class_names`, which must all be there), else open_training_data's validation
