@@ -153,7 +153,7 @@ TEST(Session, ImagesHeldInMemoryTrainAsTheSameImagesFromSyntheticData) {
   EXPECT_GT(memory.test_accuracy, 0.5);  // it learns
   expect_same_checkpoint_tensors(generated.checkpoint, memory.checkpoint);
   std::ifstream config(memory.run_dir + "/config.json");
-  EXPECT_EQ(nlohmann::json::parse(config)["data"]["source"], "in-memory");
+  EXPECT_EQ(nlohmann::json::parse(config)["data"], "in-memory");
 
   // Images the model cannot take, or half of the data: one clear error.
   const data::ImageDataset rgb = data::make_synthetic_dataset(64, 3, 28, 28, 10, 3);
