@@ -213,95 +213,90 @@ void resnet50(Layers& l) { resnet(l.stack(), {3, 4, 6, 3}, true); }
 }  // namespace
 
 Recipe default_recipe() {
-  Recipe r;
-  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::adam);
-  r.optimizer.lr = 2e-3f;
-  r.schedule.kind = optim::ScheduleKind::cosine;
-  return r;
+  return Recipe()
+      .set("optimizer.name", "adam")
+      .set("optimizer.lr", 2e-3f)
+      .set("schedule.name", "cosine")
+      .set("schedule.warmup_steps", std::int64_t{-1})  // min(300, 10% of the run's steps)
+      .set("batch_size", std::int64_t{32});
 }
 
 namespace {
 
-// Recipes (MODELS.md), beside the models they train.
+// Recipes (MODELS.md), beside the models they train: what each changes of the default.
 
 Recipe catdog_recipe() {
   // The cats-vs-dogs source: rescale 1/255, shear 0.2, zoom 0.2, horizontal flip; Adam at
   // Keras's default rate, constant; batch 32.
-  Recipe r;
-  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::adam);
-  r.optimizer.lr = 1e-3f;
-  r.schedule.kind = optim::ScheduleKind::constant;
-  r.warmup_steps = 0;
-  r.augment.shear = 0.2f;
-  r.augment.zoom = 0.2f;
-  r.augment.horizontal_flip = true;
-  return r;
+  return Recipe()
+      .set("optimizer.name", "adam")
+      .set("optimizer.lr", 1e-3f)
+      .set("schedule.name", "constant")
+      .set("schedule.warmup_steps", std::int64_t{0})
+      .set("augment.shear", 0.2f)
+      .set("augment.zoom", 0.2f)
+      .set("augment.horizontal_flip", true);
 }
 
 Recipe cifar10_keras_recipe() {
   // Keras's cifar10_cnn example: RMSprop 1e-4 (rho 0.9), batch 32, shifts 0.1, flips.
-  Recipe r;
-  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::rmsprop);
-  r.optimizer.lr = 1e-4f;
-  r.optimizer.alpha = 0.9f;
-  r.optimizer.eps = 1e-7f;
-  r.schedule.kind = optim::ScheduleKind::constant;
-  r.warmup_steps = 0;
-  r.augment.width_shift = 0.1f;
-  r.augment.height_shift = 0.1f;
-  r.augment.horizontal_flip = true;
-  return r;
+  return Recipe()
+      .set("optimizer.name", "rmsprop")
+      .set("optimizer.lr", 1e-4f)
+      .set("optimizer.alpha", 0.9f)
+      .set("optimizer.eps", 1e-7f)
+      .set("schedule.name", "constant")
+      .set("schedule.warmup_steps", std::int64_t{0})
+      .set("augment.width_shift", 0.1f)
+      .set("augment.height_shift", 0.1f)
+      .set("augment.horizontal_flip", true);
 }
 
 Recipe cifar10_tf_recipe() {
   // TensorFlow's CIFAR-10 tutorial: random 24x24 crop, flip, brightness +-63, contrast
   // 0.2-1.8, per-image standardization (so no rescale); evaluation takes the central 24x24.
-  // SGD 0.1, x0.1 every 350 epochs of 50,000 images at batch 128 (136,719 steps).
-  Recipe r;
-  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::sgd);
-  r.optimizer.lr = 0.1f;
-  r.optimizer.weight_decay = 0.004f;  // on the weights of the two hidden dense layers only
-  r.optimizer.decay_only = {"fc1.weight", "fc2.weight"};
-  r.schedule.kind = optim::ScheduleKind::step;
-  r.schedule.step_size = 136719;
-  r.schedule.gamma = 0.1f;
-  r.warmup_steps = 0;
-  r.batch_size = 128;
-  r.augment.crop_padding = 0;
-  r.augment.horizontal_flip = true;
-  r.augment.brightness = 63.0f;
-  r.augment.contrast_min = 0.2f;
-  r.augment.contrast_max = 1.8f;
-  r.rescale = 1.0f;
-  r.standardize = true;
-  r.resize = data::Resize::center_crop;
-  return r;
+  // SGD 0.1, x0.1 every 350 epochs of 50,000 images at batch 128 (136,719 steps); weight
+  // decay on the weights of the two hidden dense layers only.
+  return Recipe()
+      .set("optimizer.name", "sgd")
+      .set("optimizer.lr", 0.1f)
+      .set("optimizer.weight_decay", 0.004f)
+      .set("optimizer.decay_only", std::vector<std::string>{"fc1.weight", "fc2.weight"})
+      .set("schedule.name", "step")
+      .set("schedule.step_size", std::int64_t{136719})
+      .set("schedule.gamma", 0.1f)
+      .set("schedule.warmup_steps", std::int64_t{0})
+      .set("batch_size", std::int64_t{128})
+      .set("augment.crop_padding", std::int64_t{0})
+      .set("augment.horizontal_flip", true)
+      .set("augment.brightness", 63.0f)
+      .set("augment.contrast_min", 0.2f)
+      .set("augment.contrast_max", 1.8f)
+      .set("rescale", 1.0f)
+      .set("standardize", true)
+      .set("resize", "center_crop");
 }
 
-Recipe imagenet_recipe() {
-  // torchvision's ImageNet reference: SGD 0.1, momentum 0.9, weight decay 1e-4, batch 32 per
+Recipe imagenet_recipe(float lr) {
+  // torchvision's ImageNet reference: SGD, momentum 0.9, weight decay 1e-4, batch 32 per
   // process here, random-resized crops of 224 and flips; cosine after a warm-up; inputs
   // normalized by ImageNet's channel means and deviations; evaluated on the central 224 of the
   // image resized to 256.
-  Recipe r;
-  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::sgd);
-  r.optimizer.lr = 0.1f;
-  r.optimizer.momentum = 0.9f;
-  r.optimizer.weight_decay = 1e-4f;
-  r.schedule.kind = optim::ScheduleKind::cosine;
-  r.augment.random_resized_crop = true;
-  r.augment.horizontal_flip = true;
-  r.mean = {0.485f, 0.456f, 0.406f};
-  r.std = {0.229f, 0.224f, 0.225f};
-  r.resize = data::Resize::resize_center_crop;
-  return r;
+  return Recipe()
+      .set("optimizer.name", "sgd")
+      .set("optimizer.lr", lr)
+      .set("optimizer.momentum", 0.9f)
+      .set("optimizer.weight_decay", 1e-4f)
+      .set("schedule.name", "cosine")
+      .set("augment.random_resized_crop", true)
+      .set("augment.horizontal_flip", true)
+      .set("mean", std::vector<double>{0.485f, 0.456f, 0.406f})
+      .set("std", std::vector<double>{0.229f, 0.224f, 0.225f})
+      .set("resize", "resize_center_crop");
 }
 
-Recipe alexnet_recipe() {
-  Recipe r = imagenet_recipe();  // torchvision trains AlexNet at 0.01
-  r.optimizer.lr = 0.01f;
-  return r;
-}
+Recipe resnet_recipe() { return imagenet_recipe(0.1f); }
+Recipe alexnet_recipe() { return imagenet_recipe(0.01f); }  // torchvision trains AlexNet at 0.01
 
 // Video models (prednet.h): Lotter et al.'s configuration, and the hardware study's variant
 // (120x160 frames, per-pixel peepholes, next-frame MSE, state carried between windows of 20
@@ -323,20 +318,15 @@ std::shared_ptr<Model> make_prednet(const ModelSpec& spec) {
 
 Recipe prednet_recipe() {
   // Lotter et al.: Adam 1e-3, batch 4 (the study's variant: batch 1); no augmentation.
-  Recipe r;
-  r.optimizer = optim::optimizer_defaults(optim::OptimizerKind::adam);
-  r.optimizer.lr = 1e-3f;
-  r.schedule.kind = optim::ScheduleKind::constant;
-  r.warmup_steps = 0;
-  r.batch_size = 4;
-  return r;
+  return Recipe()
+      .set("optimizer.name", "adam")
+      .set("optimizer.lr", 1e-3f)
+      .set("schedule.name", "constant")
+      .set("schedule.warmup_steps", std::int64_t{0})
+      .set("batch_size", std::int64_t{4});
 }
 
-Recipe prednet_study_recipe() {
-  Recipe r = prednet_recipe();
-  r.batch_size = 1;
-  return r;
-}
+Recipe prednet_study_recipe() { return prednet_recipe().set("batch_size", std::int64_t{1}); }
 
 struct Entry {
   ModelSpec spec;
@@ -422,7 +412,7 @@ const std::vector<Entry>& entries() {
           Task::classification,
           {}},
          resnet18,
-         imagenet_recipe},
+         resnet_recipe},
         {{"resnet50",
           "ResNet-50 v1.5 (stride on the bottleneck's 3x3), 224x224",
           {3, 224, 224},
@@ -430,7 +420,7 @@ const std::vector<Entry>& entries() {
           Task::classification,
           {}},
          resnet50,
-         imagenet_recipe},
+         resnet_recipe},
         {{"prednet",
           "PredNet (Lotter et al.): 4 ConvLSTM layers, 10-frame clips of 128x160",
           {10, 3, 128, 160},

@@ -597,6 +597,13 @@ void copy_field(const ConfigField& field, const TrainConfig& from, TrainConfig& 
   set_field(field, to, field_value(field, from));
 }
 
+void apply_setting(TrainConfig& config, const std::string& key, const json& value) {
+  const ConfigField& f = config_field(key);
+  set_field(f, config, value);
+  // Another optimizer starts from its own defaults, which later settings then replace.
+  if (key == "optimizer.name") config.optimizer = optim::optimizer_defaults(config.optimizer.kind);
+}
+
 json config_to_json(const TrainConfig& config) {
   json j = json::object();
   for (const ConfigField& f : config_fields()) {

@@ -3,27 +3,25 @@
 
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+#include <variant>
+
 #include "epoch/models/zoo.h"
+#include "epoch/train/config_fields.h"
 
 namespace epoch::train {
+
+void apply_recipe(TrainConfig& config, const models::Recipe& recipe) {
+  for (const auto& [key, value] : recipe.settings)
+    apply_setting(config, key,
+                  std::visit([](const auto& v) { return nlohmann::json(v); }, value));
+}
 
 TrainConfig recipe_for(const std::string& model) {
   TrainConfig c;  // the default recipe (models::default_recipe)
   c.run.model = model;
-  for (const models::ModelSpec& spec : models::model_specs()) {
-    if (spec.name != model) continue;
-    const models::Recipe& r = spec.recipe;
-    c.optimizer = r.optimizer;
-    c.schedule = r.schedule;
-    c.schedule.warmup_steps = r.warmup_steps;
-    c.run.batch_size = r.batch_size;
-    c.input.augment = r.augment;
-    c.input.rescale = r.rescale;
-    c.input.standardize = r.standardize;
-    c.input.mean = r.mean;
-    c.input.std = r.std;
-    c.input.resize = r.resize;
-  }
+  for (const models::ModelSpec& spec : models::model_specs())
+    if (spec.name == model) apply_recipe(c, spec.recipe);
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include "epoch/models/zoo.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/config_fields.h"
+#include "epoch/train/recipe.h"
 #include "epoch/train/run_dir.h"
 #include "epoch/train/train_config.h"
 #include "epoch/train/trainer.h"
@@ -17,13 +18,7 @@ namespace epoch::train {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-TrainConfig::TrainConfig() {
-  const models::Recipe r = models::default_recipe();
-  optimizer = r.optimizer;
-  schedule = r.schedule;
-  schedule.warmup_steps = r.warmup_steps;
-  run.batch_size = r.batch_size;
-}
+TrainConfig::TrainConfig() { apply_recipe(*this, models::default_recipe()); }
 
 json TrainConfig::to_json() const { return config_to_json(*this); }
 

@@ -26,6 +26,7 @@
 #include "epoch/ops/backend.h"
 #include "epoch/ops/linear.h"
 #include "epoch/optim/optimizer.h"
+#include "epoch/train/recipe.h"
 #include "epoch/train/step.h"
 #include "testing/testing.h"
 
@@ -41,7 +42,7 @@ std::vector<std::int64_t> batches_for(const models::ModelSpec& spec, std::int64_
   // batch 8; 2 for the ImageNet-size models (over 1 GFLOP a sample), which run the same
   // layer kinds at every batch
   std::vector<std::int64_t> out{flops > 1000000000 ? 2 : 8};
-  for (std::int64_t b : {spec.recipe.batch_size, bench::ComputeBenchConfig{}.batch_size}) {
+  for (std::int64_t b : {train::recipe_for(spec.name).run.batch_size, bench::ComputeBenchConfig{}.batch_size}) {
     const bool seen = std::find(out.begin(), out.end(), b) != out.end();
     if (!seen && static_cast<double>(flops) * static_cast<double>(b) <= kCheapForwardFlops)
       out.push_back(b);
@@ -98,7 +99,7 @@ TEST_P(NoReferenceImpl, TrainingStepAndInference) {
   std::vector<std::string> slow;
   std::shared_ptr<models::Model> model = models::build_model(spec.name);
   nn::initialize(*model, 1);
-  train::Step step(*model, spec.recipe.optimizer, nullptr, 1);
+  train::Step step(*model, train::recipe_for(spec.name).optimizer, nullptr, 1);
   // A video model runs the same layers every frame: two frames of one clip show them all.
   Shape input = spec.input;
   if (spec.task == models::Task::frame_prediction) input[0] = 2;

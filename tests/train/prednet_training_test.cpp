@@ -2,6 +2,8 @@
 // error falls well below where it started, over windows of truncated backpropagation.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "epoch/autograd/autograd.h"
 #include "epoch/autograd/functions.h"
 #include "epoch/data/synth_video.h"

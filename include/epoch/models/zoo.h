@@ -5,12 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
-#include "epoch/data/augment.h"
 #include "epoch/nn/module.h"
-#include "epoch/optim/optimizer.h"
-#include "epoch/optim/schedule.h"
 
 namespace epoch::models {
 
@@ -23,22 +22,25 @@ enum class Task {
 };
 const char* task_name(Task task);
 
-/// How a model's source trained it (MODELS.md): what `epoch train` starts from before the
-/// flags given. The learning rate schedule's base rate and length come from the run.
+/// How a model's source trained it (MODELS.md): settings of a run, named by the keys a run's
+/// config.json uses (train/config_fields.h: "optimizer.name", "optimizer.lr", "batch_size",
+/// "augment.shear", ...), applied in order over the run's defaults before the flags given;
+/// "optimizer.name" starts from that optimizer's own defaults. A patch, not a copy of the
+/// settings: what a recipe leaves out keeps the default, and a model description in a file
+/// states its recipe the same way.
 struct Recipe {
-  optim::OptimizerConfig optimizer;
-  optim::ScheduleConfig schedule;
-  std::int64_t warmup_steps = -1;  // -1: min(300, 10% of the run's steps)
-  std::int64_t batch_size = 32;
-  data::AugmentConfig augment;
-  float rescale = 1.0f / 255.0f;
-  bool standardize = false;                     // per-image standardization
-  std::vector<float> mean, std;                 // per channel after rescale; empty: none
-  data::Resize resize = data::Resize::stretch;  // evaluation of other-sized images
+  using Value = std::variant<bool, std::int64_t, double, std::string, std::vector<double>,
+                             std::vector<std::string>>;
+  std::vector<std::pair<std::string, Value>> settings;
+  Recipe& set(std::string key, Value value) {
+    settings.emplace_back(std::move(key), std::move(value));
+    return *this;
+  }
 };
 
-/// The recipe of a model that names no other (fmnist-cnn, autoencoder): Adam 2e-3, batch 32,
-/// linear warm-up then cosine to 0, which reaches 91% on Fashion-MNIST in 3 epochs.
+/// The recipe of a model that names no other (fmnist-cnn, autoencoder), which every other
+/// recipe starts from: Adam 2e-3, batch 32, linear warm-up then cosine to 0, which reaches 91%
+/// on Fashion-MNIST in 3 epochs.
 Recipe default_recipe();
 
 struct ModelSpec {

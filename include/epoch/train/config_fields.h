@@ -75,6 +75,10 @@ nlohmann::json field_value(const ConfigField& field, const TrainConfig& config);
 /// Sets a choice field from a word (ConfigError naming the flag, or the key, and the choices
 /// for another word).
 void set_choice(const ConfigField& field, const ChoiceRef& ref, const std::string& word);
+/// Sets the field `key` (a dotted key, as config.json's) from a JSON value, checked as
+/// config_from_json checks it; "optimizer.name" also resets the optimizer's settings to that
+/// optimizer's defaults. InvalidArgument for an unknown key.
+void apply_setting(TrainConfig& config, const std::string& key, const nlohmann::json& value);
 /// Copies one field's value from `from` to `to`.
 void copy_field(const ConfigField& field, const TrainConfig& from, TrainConfig& to);
 

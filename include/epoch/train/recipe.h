@@ -6,9 +6,13 @@
 
 #include <string>
 
+#include "epoch/models/zoo.h"
 #include "epoch/train/train_config.h"
 
 namespace epoch::train {
+
+/// Applies a recipe's settings to `config`, in order (config_fields.h's apply_setting).
+void apply_recipe(TrainConfig& config, const models::Recipe& recipe);
 
 /// A TrainConfig for `model` with its recipe filled in (other fields at their defaults).
 /// Unknown models get the defaults (the zoo lookup reports them later).
