@@ -1,5 +1,5 @@
 // A child process in a group of its own, ended with epoch (see child_process.h).
-#include "cli/child_process.h"
+#include "child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,7 +16,7 @@
 
 #include "epoch/tensor/error.h"
 
-namespace epoch::cli {
+namespace epoch::bench {
 namespace {
 
 volatile std::sig_atomic_t g_signal = 0;  // the signal that asked epoch to stop, 0 while none
@@ -143,4 +143,4 @@ ChildResult run_child(const std::vector<std::string>& argv, double grace_s) {
   return result;
 }
 
-}  // namespace epoch::cli
+}  // namespace epoch::bench

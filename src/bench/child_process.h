@@ -1,12 +1,12 @@
-// Running a launcher (mpirun) as a child that cannot outlive epoch: in a process group of its
-// own, its output captured, and taken down with everything it started when epoch is
-// interrupted (SIGINT, SIGTERM, SIGHUP) or dies.
+// Running a launcher (mpirun, for scale_run.h) as a child that cannot outlive epoch: in a
+// process group of its own, its output captured, and taken down with everything it started
+// when epoch is interrupted (SIGINT, SIGTERM, SIGHUP) or dies. Internal to the bench layer.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace epoch::cli {
+namespace epoch::bench {
 
 /// What a child printed (stdout and stderr together) and how it ended.
 struct ChildResult {
@@ -21,4 +21,4 @@ struct ChildResult {
 /// cannot be started.
 ChildResult run_child(const std::vector<std::string>& argv, double grace_s = 3.0);
 
-}  // namespace epoch::cli
+}  // namespace epoch::bench
