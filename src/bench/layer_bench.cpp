@@ -6,6 +6,8 @@
 // so their gradients accumulate as they do in training.
 #include "epoch/bench/layer_bench.h"
 
+#include "epoch/bench/peak_bench.h"
+
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -279,6 +281,16 @@ LayerBenchResult run_layer_bench(const LayerBenchConfig& c) {
       [&](const Tensor& out) { return model->loss(out, x, labels); }, ++key);
 
   return r;
+}
+
+void add_layer_percent_of_peak(nlohmann::json& row, double peak_gflops) {
+  add_percent_of_peak(row, peak_gflops, {"layers_gflops", "step_gflops"});
+  for (nlohmann::json& l : row["layers"]) {
+    const double ms = l["forward_ms"].get<double>() + l["backward_ms"].get<double>();
+    const double flops = l["forward_flops"].get<double>() + l["backward_flops"].get<double>();
+    l["percent_of_peak"] =
+        peak_gflops > 0 && ms > 0 ? 100.0 * flops / (ms / 1e3) / 1e9 / peak_gflops : 0.0;
+  }
 }
 
 }  // namespace epoch::bench

@@ -65,4 +65,15 @@ PeakBenchResult run_peak_bench(const PeakBenchConfig& c) {
   return r;
 }
 
+void add_percent_of_peak(nlohmann::json& row, double peak_gflops,
+                         std::initializer_list<const char*> figures) {
+  row["peak_gflops"] = peak_gflops;
+  for (const char* f : figures) {
+    const std::string name = f;
+    const std::string stem = name.substr(0, name.size() - std::string("_gflops").size());
+    row[stem + "_percent_of_peak"] =
+        peak_gflops > 0 ? 100.0 * row[name].get<double>() / peak_gflops : 0.0;
+  }
+}
+
 }  // namespace epoch::bench

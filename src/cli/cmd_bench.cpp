@@ -4,15 +4,12 @@
 // matrix-multiply peak, against which the compute figures of the same run are then read;
 // lists of batch sizes, workers and threads sweep every combination (a table, or JSON);
 // --compare pytorch runs the PyTorch reference alternately.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/config_flags.h"
@@ -21,6 +18,7 @@
 #include "epoch/bench/layer_bench.h"
 #include "epoch/bench/peak_bench.h"
 #include "epoch/bench/pipeline_bench.h"
+#include "epoch/bench/pytorch_compare.h"
 #include "epoch/bench/scale.h"
 #include "epoch/dist/process_group.h"
 #include "epoch/ops/backend.h"
@@ -28,7 +26,6 @@
 
 namespace epoch::cli {
 namespace {
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 struct BenchOptions {
@@ -57,102 +54,28 @@ struct BenchOptions {
   bool model_given = false, steps_given = false, warmup_given = false, peak_size_given = false;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/// bench/reference beside the sources: --reference-dir, else found from the working
-/// directory or the executable's folder upwards.
-std::string find_reference_dir(const std::string& given) {
-  if (!given.empty()) {
-    if (!fs::exists(fs::path(given) / "run_torch.sh"))
-      EPOCH_THROW(IoError, given, ": no run_torch.sh (expected the repository's bench/reference)");
-    return given;
-  }
-  std::vector<fs::path> starts{fs::current_path()};
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) starts.push_back(exe.parent_path());
-  for (fs::path dir : starts) {
-    for (int up = 0; up < 4 && !dir.empty(); ++up, dir = dir.parent_path()) {
-      if (fs::exists(dir / "bench" / "reference" / "run_torch.sh"))
-        return (dir / "bench" / "reference").string();
-      if (dir == dir.parent_path()) break;
-    }
-  }
-  EPOCH_THROW(IoError,
-              "bench/reference/run_torch.sh not found: run from the repository or pass "
-              "--reference-dir");
-}
-
-/// Runs a reference script through run_torch.sh and returns the last JSON line it printed.
-json run_reference(const std::string& ref_dir, const std::string& script, const std::string& args) {
-  const std::string command =
-      "bash '" + ref_dir + "/run_torch.sh' pypi '" + ref_dir + "/" + script + "' " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) EPOCH_THROW(IoError, "cannot run ", command);
-  std::string out, last_json;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) {
-    out += buf;
-    std::string line = buf;
-    if (!line.empty() && line[0] == '{') last_json = line;
-  }
-  const int status = pclose(pipe);
-  if (status != 0 || last_json.empty()) {
-    std::string tail = out.size() > 600 ? out.substr(out.size() - 600) : out;
-    std::replace(tail.begin(), tail.end(), '\n', ' ');
-    EPOCH_THROW(IoError, "the PyTorch reference failed (", script, "): ", tail);
-  }
-  return json::parse(last_json);
-}
-
-// Adds the measured peak to a row: "peak_gflops" and, for each GFLOP/s figure named, its
-// "<name>_percent_of_peak" (best product of the peak measurement as 100%).
-void add_peak(json& row, const json* peak, std::initializer_list<const char*> figures) {
-  if (peak == nullptr) return;
-  const double p = (*peak)["best_gflops"].get<double>();
-  row["peak_gflops"] = p;
-  for (const char* f : figures) {
-    const std::string name = f;
-    const std::string stem = name.substr(0, name.size() - std::string("_gflops").size());
-    row[stem + "_percent_of_peak"] = p > 0 ? 100.0 * row[name].get<double>() / p : 0.0;
-  }
-}
-
 json compute_row(const BenchOptions& o, std::int64_t batch, int threads, const json* peak) {
   bench::ComputeBenchConfig c = o.config;
   c.batch_size = batch;
   c.execution.threads = threads;
+  json row;
   if (o.compare.empty()) {
-    json row = bench::run_compute_bench(c).to_json();
-    add_peak(row, peak, {"train_gflops", "infer_gflops"});
-    return row;
+    row = bench::run_compute_bench(c).to_json();
+  } else {
+    bench::ComputeBenchResult last;
+    const bench::PairedResult pair = bench::compare_compute_with_pytorch(
+        c, o.repeats, o.reference_dir, &last);
+    row = last.to_json();
+    row["torch_version"] = pair.torch_version;
+    row["train_images_per_s"] = pair.epoch;
+    row["pytorch_train_images_per_s"] = pair.pytorch;
+    row["ratio_vs_pytorch"] = pair.ratio;
+    row["repeats"] = pair.repeats;
   }
-  const std::string ref = find_reference_dir(o.reference_dir);
-  const int t = threads > 0 ? threads : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  std::ostringstream args;
-  args << "--model " << c.model << " --batch-size " << batch << " --threads " << t << " --warmup "
-       << c.warmup << " --steps " << c.steps << " --json";
-  std::vector<double> ratios, ours, theirs;
-  json last;
-  for (int r = 0; r < o.repeats; ++r) {  // alternate: epoch, PyTorch, epoch, PyTorch, ...
-    last = bench::run_compute_bench(c).to_json();
-    const json torch = run_reference(ref, "train_bench.py", args.str());
-    const double a = last["train_images_per_s"], b = torch["train_images_per_s"];
-    ours.push_back(a);
-    theirs.push_back(b);
-    ratios.push_back(a / b);
-    last["torch_version"] = torch["torch_version"];
-  }
-  last["train_images_per_s"] = median(ours);
-  last["pytorch_train_images_per_s"] = median(theirs);
-  last["ratio_vs_pytorch"] = median(ratios);
-  last["repeats"] = o.repeats;
-  add_peak(last, peak, {"train_gflops", "infer_gflops"});
-  return last;
+  if (peak != nullptr)
+    bench::add_percent_of_peak(row, (*peak)["best_gflops"].get<double>(),
+                               {"train_gflops", "infer_gflops"});
+  return row;
 }
 
 json layers_row(const BenchOptions& o, std::int64_t batch, int threads, const json* peak) {
@@ -168,15 +91,7 @@ json layers_row(const BenchOptions& o, std::int64_t batch, int threads, const js
   c.optimizer = o.config.optimizer;
   c.seed = o.config.seed;
   json row = bench::run_layer_bench(c).to_json();
-  if (peak != nullptr) {
-    add_peak(row, peak, {"layers_gflops", "step_gflops"});
-    const double p = row["peak_gflops"].get<double>();
-    for (json& l : row["layers"]) {
-      const double ms = l["forward_ms"].get<double>() + l["backward_ms"].get<double>();
-      const double flops = l["forward_flops"].get<double>() + l["backward_flops"].get<double>();
-      l["percent_of_peak"] = p > 0 && ms > 0 ? 100.0 * flops / (ms / 1e3) / 1e9 / p : 0.0;
-    }
-  }
+  if (peak != nullptr) bench::add_layer_percent_of_peak(row, (*peak)["best_gflops"].get<double>());
   return row;
 }
 
@@ -198,28 +113,15 @@ json pipeline_row(const BenchOptions& o, std::int64_t batch, int workers) {
   p.augment = !o.no_augment;
   p.seed = o.config.seed;
   if (o.compare.empty()) return bench::run_pipeline_bench(p).to_json();
-  if (p.model != "catdog" || !p.augment)
-    EPOCH_THROW(ConfigError,
-                "--compare pytorch --pipeline reproduces catdog's augmented "
-                "pipeline only (bench/reference/pipeline_bench.py)");
-  const std::string ref = find_reference_dir(o.reference_dir);
-  std::vector<double> ratios, ours, theirs;
-  json last;
-  for (int r = 0; r < o.repeats; ++r) {
-    last = bench::run_pipeline_bench(p).to_json();
-    std::ostringstream args;
-    args << "'" << o.data << "' --images " << p.images;
-    const json torch = run_reference(ref, "pipeline_bench.py", args.str());
-    const double a = last["per_core_per_s"], b = torch["per_core"];
-    ours.push_back(a);
-    theirs.push_back(b);
-    ratios.push_back(a / b);
-  }
-  last["per_core_per_s"] = median(ours);
-  last["pytorch_per_core_per_s"] = median(theirs);
-  last["ratio_vs_pytorch"] = median(ratios);
-  last["repeats"] = o.repeats;
-  return last;
+  bench::PipelineBenchResult last;
+  const bench::PairedResult pair = bench::compare_pipeline_with_pytorch(
+      p, o.repeats, o.reference_dir, &last);
+  json row = last.to_json();
+  row["per_core_per_s"] = pair.epoch;
+  row["pytorch_per_core_per_s"] = pair.pytorch;
+  row["ratio_vs_pytorch"] = pair.ratio;
+  row["repeats"] = pair.repeats;
+  return row;
 }
 
 json end_to_end_row(const BenchOptions& o, std::int64_t batch, int threads, int workers) {

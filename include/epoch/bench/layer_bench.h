@@ -69,4 +69,9 @@ LayerBenchResult run_layer_bench(const LayerBenchConfig& config);
 /// ran several, "a + b", counts each).
 std::vector<std::string> distinct_impls(const std::vector<ops::KernelRecord>& records);
 
+/// A --layers result (LayerBenchResult::to_json) read against the matrix-multiply peak:
+/// add_percent_of_peak for the layers' and the step's GFLOP/s, and each layer's
+/// "percent_of_peak" (its forward and backward multiply-adds over its time).
+void add_layer_percent_of_peak(nlohmann::json& row, double peak_gflops);
+
 }  // namespace epoch::bench

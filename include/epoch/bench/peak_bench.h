@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
@@ -32,5 +33,10 @@ struct PeakBenchResult {
 /// Times ops::matmul on (size, size) f32 matrices on the CPU fast path.
 /// requires: size >= 1, repeats >= 1, warmup >= 0 (ConfigError naming the flag otherwise).
 PeakBenchResult run_peak_bench(const PeakBenchConfig& config);
+
+/// Reads a benchmark's figures against the peak: sets "peak_gflops" and, for each GFLOP/s
+/// figure of `row` named in `figures` ("train_gflops"), "<name less _gflops>_percent_of_peak".
+void add_percent_of_peak(nlohmann::json& row, double peak_gflops,
+                         std::initializer_list<const char*> figures);
 
 }  // namespace epoch::bench
