@@ -31,11 +31,6 @@ struct EvalOptions {
 const std::vector<std::string> kNotForInference = {"--device", "--cudnn", "--perturb",
                                                    "--perturb-seed"};
 
-/// The checkpoint's execution settings with the flags given on top.
-train::ExecutionConfig inference_execution(const ConfigFlags& flags, const train::TrainedModel& t) {
-  return execution_from_flags(flags, t.config.execution);
-}
-
 /// Adds the execution flags an inference takes, each defaulting to the checkpoint's setting.
 void add_inference_flags(CLI::App& cmd, ConfigFlags& flags) {
   add_execution_flags(cmd, flags, kNotForInference);
@@ -88,7 +83,8 @@ void print_clip_eval(const EvalOptions& o, const train::TrainedModel& t,
 
 int run_eval(const EvalOptions& o) {
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
-  const train::ExecutionConfig execution = inference_execution(o.flags, t);
+  // The checkpoint's execution settings with the flags given on top.
+  const train::ExecutionConfig execution = execution_from_flags(o.flags, t.config.execution);
   const ops::ContextGuard context(train::kernel_context(execution));
   Warnings warnings(stderr);
   const train::CheckpointEval e =
@@ -155,7 +151,8 @@ int run_predict_frames(const PredictOptions& o, train::TrainedModel& t) {
 
 int run_predict(const PredictOptions& o) {
   train::TrainedModel t = train::load_trained_model(o.checkpoint);
-  const train::ExecutionConfig execution = inference_execution(o.flags, t);
+  // The checkpoint's execution settings with the flags given on top.
+  const train::ExecutionConfig execution = execution_from_flags(o.flags, t.config.execution);
   const ops::ContextGuard context(train::kernel_context(execution));
   if (predicts_frames(t)) return run_predict_frames(o, t);
   if (!o.out.empty())
