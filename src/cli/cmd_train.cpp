@@ -15,6 +15,7 @@
 #include "epoch/train/recipe.h"
 #include "epoch/train/run_dir.h"
 #include "epoch/train/stop.h"
+#include "epoch/train/callback.h"
 #include "epoch/train/trainer.h"
 
 namespace epoch::cli {
@@ -26,6 +27,27 @@ struct TrainOptions {
   std::vector<float> contrast;
   std::string resume_dir;
   bool json = false;
+};
+
+/// report.html, written again at each epoch's end and when the run stops: a run has a current
+/// page while it trains, and one of its completed epochs if it fails later.
+class ReportCallback final : public train::Callback {
+ public:
+  void on_run_start(const train::RunStart& r) override { dir_ = r.run_dir; }
+  void on_epoch_end(const train::EpochEnd&, train::RunControl&) override { write(); }
+  void on_stop(const train::StopEnd&) override { write(); }
+  /// The page last written ("" when none was).
+  const std::string& written() const { return written_; }
+
+ private:
+  void write() {
+    if (failed_) return;  // warned once
+    train::record_files(dir_, {"report.html"});  // the run's own, to replace
+    written_ = write_report_or_warn(dir_);
+    failed_ = written_.empty();
+  }
+  std::string dir_, written_;
+  bool failed_ = false;
 };
 
 double peak_rss_mib() {
@@ -122,10 +144,13 @@ int run_train(TrainOptions& o) {
   // Ctrl-C or SIGTERM: the run stops after its current step with a checkpoint (a second one
   // ends it at once). Ranks under mpirun keep the default: they must stop at the same step.
   if (!group.distributed()) train::stop_on_signals();
-  const train::TrainResult r = train::train(c, progress);
+  ReportCallback report_callback;
+  train::TrainOptions options;
+  options.progress = progress;
+  if (group.rank() == 0) options.callbacks.push_back(&report_callback);  // rank 0 writes the run
+  const train::TrainResult r = train::train(c, options);
   if (group.rank() != 0) return 0;
-  train::record_files(r.run_dir, {"report.html"});  // the run's own, to replace
-  const std::string report = write_report_or_warn(r.run_dir);
+  const std::string report = report_callback.written();
   if (o.json) {
     nlohmann::json j = r.to_json();
     j["model"] = c.run.model;

@@ -183,6 +183,15 @@ TrainResult Session::run(const ResumePoint& start, RecentLosses recent) {
                                      ? std::min(c_.run.epochs, start.epoch + c_.run.stop_after_epochs)
                                      : c_.run.epochs;
   std::int64_t completed = start.epoch;
+  RunStart run_start;
+  run_start.run_dir = p_.run_dir;
+  run_start.model = c_.run.model;
+  run_start.epochs = c_.run.epochs;
+  run_start.start_epoch = start.epoch;
+  run_start.start_step = start.step;
+  run_start.steps_per_epoch = batches.steps_per_epoch();
+  run_start.world_size = dp.world();
+  for (Callback* cb : p_.callbacks) cb->on_run_start(run_start);
   for (std::int64_t epoch = start.epoch; epoch < end_epoch; ++epoch) {
     if (epoch > start.epoch && stop_asked()) {  // between epochs: nothing is lost
       result.stopped = result.stop_saved = true;

@@ -36,6 +36,7 @@ struct SessionParts {
   Evaluation* evaluation = nullptr;
   Device device;
   std::string eval_name = "test";   // what the evaluation data is: "test" or "validation"
+  std::string run_dir;
   std::string last_checkpoint;      // for messages about a diverged run
   std::vector<Callback*> callbacks;  // called in order
   std::chrono::steady_clock::time_point wall_start;

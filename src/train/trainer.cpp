@@ -310,6 +310,7 @@ TrainResult train(const TrainConfig& requested, const TrainOptions& options) {
   parts.evaluation = evaluation.get();
   parts.device = device;
   parts.eval_name = eval_name;
+  parts.run_dir = paths.dir.string();
   parts.last_checkpoint = paths.last_ckpt.string();
   parts.callbacks = std::move(callbacks);
   parts.wall_start = wall_start;

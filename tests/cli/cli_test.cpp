@@ -1,6 +1,8 @@
 // The `epoch` binary as a user meets it: end-to-end train/eval/predict, and one clear error
 // line with a non-zero exit for every kind of bad input.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -199,6 +201,7 @@ TEST(Cli, KilledRunKeepsItsLastCheckpoint) {
       run_epoch("train --data synthetic --synthetic-count 256 --epochs 1 --quiet --out " + run, dir)
           .exit_code,
       0);
+  std::filesystem::remove(run + "/report.html");  // the resumed run writes it again at each epoch's end
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -207,7 +210,16 @@ TEST(Cli, KilledRunKeepsItsLastCheckpoint) {
           "--quiet", static_cast<char*>(nullptr));
     _exit(127);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Killed once it has logged its third epoch (the second's report is written by then).
+  const auto epochs_logged = [&] {
+    std::ifstream in(run + "/metrics.jsonl");
+    int n = 0;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("\"kind\":\"epoch\"") != std::string::npos) ++n;
+    return n;
+  };
+  for (int i = 0; i < 600 && epochs_logged() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -215,6 +227,8 @@ TEST(Cli, KilledRunKeepsItsLastCheckpoint) {
   EXPECT_GE(std::stoi(last.metadata.at("epoch")), 1);
   const CommandResult e = run_epoch("eval " + run + "/checkpoints/last.safetensors", dir);
   EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_GE(epochs_logged(), 3);
+  EXPECT_TRUE(std::filesystem::exists(run + "/report.html"));  // the page of the epochs it completed
 }
 
 std::string read_text(const std::string& path) {

@@ -1,6 +1,7 @@
 // What happens at a step's and an epoch's end of a run, as a list of callbacks: the progress
-// bar, metrics.jsonl with its TensorBoard events, the checkpoints and their retention are
-// callbacks of `epoch train`, and a program adds its own (train(config, options)). A callback
+// bar, metrics.jsonl with its TensorBoard events, the checkpoints and their retention (and, in
+// the command line, report.html) are callbacks of `epoch train`, and a program adds its own
+// (train(config, options)). A callback
 // sees settled numbers (the losses read back, in step order) and may end the run.
 #pragma once
 
@@ -20,6 +21,18 @@ class RunControl {
 
  private:
   bool stop_ = false;
+};
+
+/// The run is set up and about to train: its folder locked, its resume point read, its model
+/// and data built.
+struct RunStart {
+  std::string run_dir;
+  std::string model;
+  std::int64_t epochs = 0;           // planned
+  std::int64_t start_epoch = 0;      // epochs completed before (a resumed run)
+  std::int64_t start_step = 0;       // optimizer steps taken before
+  std::int64_t steps_per_epoch = 0;
+  int world_size = 1;                // data-parallel processes
 };
 
 struct EpochStart {
@@ -82,6 +95,7 @@ struct StopEnd {
 class Callback {
  public:
   virtual ~Callback() = default;
+  virtual void on_run_start(const RunStart&) {}
   virtual void on_epoch_start(const EpochStart&) {}
   virtual void on_step_end(const StepEnd&, RunControl&) {}
   virtual void on_epoch_end(const EpochEnd&, RunControl&) {}
