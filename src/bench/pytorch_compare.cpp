@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <vector>
 
@@ -28,6 +29,25 @@ double number_of(const json& j, const char* key, const std::string& script) {
   if (!j.contains(key) || !j[key].is_number())
     EPOCH_THROW(IoError, "the PyTorch reference ", script, " printed no number \"", key, "\"");
   return j[key].get<double>();
+}
+
+/// `repeats` pairs, alternated (ours, theirs, ours, theirs, ...): the medians of each side
+/// and of the per-pair ratios.
+PairedResult alternate(int repeats, const std::function<double()>& ours,
+                       const std::function<double()>& theirs) {
+  std::vector<double> mine, reference, ratios;
+  for (int i = 0; i < repeats; ++i) {
+    const double a = ours(), b = theirs();
+    mine.push_back(a);
+    reference.push_back(b);
+    ratios.push_back(a / b);
+  }
+  PairedResult r;
+  r.epoch = median(mine);
+  r.pytorch = median(reference);
+  r.ratio = median(ratios);
+  r.repeats = repeats;
+  return r;
 }
 
 }  // namespace
@@ -90,22 +110,20 @@ PairedResult compare_compute_with_pytorch(const ComputeBenchConfig& config, int 
   std::ostringstream args;
   args << "--model " << config.model << " --batch-size " << config.batch_size << " --threads "
        << threads << " --warmup " << config.warmup << " --steps " << config.steps << " --json";
-  std::vector<double> ratios, ours, theirs;
-  PairedResult r;
-  for (int i = 0; i < repeats; ++i) {  // alternate: epoch, PyTorch, epoch, PyTorch, ...
-    const ComputeBenchResult mine = run_compute_bench(config);
-    const json torch = run_reference(reference_dir, "train_bench.py", args.str());
-    const double b = number_of(torch, "train_images_per_s", "train_bench.py");
-    ours.push_back(mine.train_images_per_s);
-    theirs.push_back(b);
-    ratios.push_back(mine.train_images_per_s / b);
-    r.torch_version = torch.value("torch_version", "");
-    if (last != nullptr) *last = mine;
-  }
-  r.epoch = median(ours);
-  r.pytorch = median(theirs);
-  r.ratio = median(ratios);
-  r.repeats = repeats;
+  std::string torch_version;
+  PairedResult r = alternate(
+      repeats,
+      [&] {
+        const ComputeBenchResult mine = run_compute_bench(config);
+        if (last != nullptr) *last = mine;
+        return mine.train_images_per_s;
+      },
+      [&] {
+        const json torch = run_reference(reference_dir, "train_bench.py", args.str());
+        torch_version = torch.value("torch_version", "");
+        return number_of(torch, "train_images_per_s", "train_bench.py");
+      });
+  r.torch_version = torch_version;
   return r;
 }
 
@@ -117,24 +135,19 @@ PairedResult compare_pipeline_with_pytorch(const PipelineBenchConfig& config, in
                 "--compare pytorch --pipeline reproduces catdog's augmented "
                 "pipeline only (bench/reference/pipeline_bench.py)");
   const std::string reference_dir = find_reference_dir(given_reference_dir);
-  std::vector<double> ratios, ours, theirs;
-  PairedResult r;
-  for (int i = 0; i < repeats; ++i) {
-    const PipelineBenchResult mine = run_pipeline_bench(config);
-    std::ostringstream args;
-    args << "'" << config.data << "' --images " << config.images;
-    const json torch = run_reference(reference_dir, "pipeline_bench.py", args.str());
-    const double b = number_of(torch, "per_core", "pipeline_bench.py");
-    ours.push_back(mine.per_core_per_s);
-    theirs.push_back(b);
-    ratios.push_back(mine.per_core_per_s / b);
-    if (last != nullptr) *last = mine;
-  }
-  r.epoch = median(ours);
-  r.pytorch = median(theirs);
-  r.ratio = median(ratios);
-  r.repeats = repeats;
-  return r;
+  std::ostringstream args;
+  args << "'" << config.data << "' --images " << config.images;
+  return alternate(
+      repeats,
+      [&] {
+        const PipelineBenchResult mine = run_pipeline_bench(config);
+        if (last != nullptr) *last = mine;
+        return mine.per_core_per_s;
+      },
+      [&] {
+        return number_of(run_reference(reference_dir, "pipeline_bench.py", args.str()), "per_core",
+                         "pipeline_bench.py");
+      });
 }
 
 }  // namespace epoch::bench

@@ -1,5 +1,5 @@
-// `epoch models` (the zoo with parameter counts and FLOPs) and `epoch info` (build flags, CPU,
-// threads, GPUs).
+// `epoch models` (the zoo with parameter counts and FLOPs; --show: one model's layer table) and
+// `epoch info` (build flags, CPU, threads, GPUs).
 #include <omp.h>
 
 #include <cstdio>
@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/omp_wait.h"
+#include "epoch/models/summary.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
@@ -45,6 +46,35 @@ int run_models(bool json) {
     }
   }
   if (json) std::printf("%s\n", all.dump().c_str());
+  return 0;
+}
+
+/// `epoch models --show NAME`: the model's layer table (models/summary.h).
+int run_show(const std::string& name, bool json) {
+  const std::shared_ptr<models::Model> m = models::build_model(name);
+  const models::ModelSummary s = models::summarize(*m);
+  if (!json) {
+    std::printf("%s", models::format_summary(s).c_str());
+    return 0;
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const models::LayerSummary& l : s.layers)
+    layers.push_back({{"name", l.name},
+                      {"type", l.type},
+                      {"output_shape", l.output},
+                      {"parameters", l.parameters + l.non_trainable},
+                      {"trainable_parameters", l.parameters},
+                      {"non_trainable_parameters", l.non_trainable},
+                      {"forward_flops_per_sample", l.flops}});
+  const nlohmann::json j{{"name", s.name},
+                         {"input_shape", s.input},
+                         {"output_shape", s.output},
+                         {"layers", layers},
+                         {"parameters", s.total()},
+                         {"trainable_parameters", s.trainable},
+                         {"non_trainable_parameters", s.non_trainable},
+                         {"forward_flops_per_sample", s.flops}};
+  std::printf("%s\n", j.dump().c_str());
   return 0;
 }
 
@@ -119,9 +149,15 @@ int run_info(bool json) {
 
 void add_models_command(CLI::App& app, int& exit_code) {
   auto json = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("models", "List the model zoo");
+  auto show = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("models", "List the model zoo, or show one model's layers");
   cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([json, &exit_code] { exit_code = run_models(*json); });
+  cmd->add_option("--show", *show,
+                  "A model's layer table, as Keras's model.summary(): each layer's name, type, "
+                  "output shape and parameters, the totals and FLOPs per sample");
+  cmd->callback([json, show, &exit_code] {
+    exit_code = show->empty() ? run_models(*json) : run_show(*show, *json);
+  });
 }
 
 void add_info_command(CLI::App& app, int& exit_code) {

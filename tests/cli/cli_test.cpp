@@ -302,6 +302,18 @@ TEST(Cli, ModelsInfoAndBench) {
   EXPECT_EQ(models.size(), 13u);
   EXPECT_EQ(models.back()["input"], nlohmann::json({20, 3, 120, 160}));  // prednet-study's clips
   EXPECT_EQ(models.back()["task"], "frame prediction");
+  // One model's layer table: its totals as the list gives them, a row per layer.
+  const CommandResult show = run_epoch("models --show fmnist-cnn --json", dir);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  const nlohmann::json table = nlohmann::json::parse(show.out);
+  EXPECT_EQ(table["parameters"], models.front()["parameters"]);
+  EXPECT_EQ(table["forward_flops_per_sample"], models.front()["forward_flops_per_sample"]);
+  EXPECT_EQ(table["output_shape"], nlohmann::json({10}));
+  EXPECT_EQ(table["layers"][0]["parameters"], 320);  // conv 32 3x3 over 1 channel
+  const CommandResult text = run_epoch("models --show fmnist-cnn", dir);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Total params: 421,642"), std::string::npos) << text.out;
+  expect_one_line_error(run_epoch("models --show no-such-model", dir), 1, "no-such-model");
   // Video models train on sequence folders: without one, one line before a run folder is made.
   expect_one_line_error(run_epoch("train --model prednet --out " + (dir / "p"), dir), 1,
                         "trains on a folder of sequences");

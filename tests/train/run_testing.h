@@ -1,5 +1,5 @@
-// What the trainer tests share: a run's metrics.jsonl records, the check that two checkpoints
-// hold the same tensors, and a small generated video dataset.
+// What the trainer tests share: a small run's configuration, a run's metrics.jsonl records,
+// the check that two checkpoints hold the same tensors, and a small generated video dataset.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,8 +11,26 @@
 
 #include "epoch/data/synth_video.h"
 #include "epoch/tensor/safetensors.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::testing {
+
+/// A small fmnist-cnn run on generated images: 768 samples (24 steps of 32 per epoch), 2
+/// epochs, 2 threads, seed 3, a step record every 4 steps, quiet, in `out`.
+inline train::TrainConfig small_run_config(const std::string& out) {
+  train::TrainConfig c;
+  c.run.model = "fmnist-cnn";
+  c.data.source = "synthetic";
+  c.data.synthetic_count = 768;
+  c.run.epochs = 2;
+  c.run.batch_size = 32;
+  c.run.out_dir = out;
+  c.run.quiet = true;
+  c.execution.threads = 2;
+  c.run.seed = 3;
+  c.run.log_every = 4;
+  return c;
+}
 
 inline std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
   std::ifstream in(run_dir + "/metrics.jsonl");

@@ -22,17 +22,9 @@ namespace fs = std::filesystem;
 using testing::expect_same_checkpoint_tensors;
 using testing::read_metrics;
 
+/// testing::small_run_config with a step record every step.
 TrainConfig small_config(const std::string& out) {
-  TrainConfig c;
-  c.run.model = "fmnist-cnn";
-  c.data.source = "synthetic";
-  c.data.synthetic_count = 768;  // 24 steps of 32 per epoch
-  c.run.epochs = 2;
-  c.run.batch_size = 32;
-  c.run.out_dir = out;
-  c.run.quiet = true;
-  c.execution.threads = 2;
-  c.run.seed = 3;
+  TrainConfig c = testing::small_run_config(out);
   c.run.log_every = 1;
   return c;
 }

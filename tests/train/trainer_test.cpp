@@ -21,20 +21,7 @@
 namespace epoch::train {
 namespace {
 
-TrainConfig small_config(const std::string& out) {
-  TrainConfig c;
-  c.run.model = "fmnist-cnn";
-  c.data.source = "synthetic";
-  c.data.synthetic_count = 768;
-  c.run.epochs = 2;
-  c.run.batch_size = 32;
-  c.run.out_dir = out;
-  c.run.quiet = true;
-  c.execution.threads = 2;
-  c.run.seed = 3;
-  c.run.log_every = 4;
-  return c;
-}
+TrainConfig small_config(const std::string& out) { return testing::small_run_config(out); }
 
 using testing::expect_same_checkpoint_tensors;
 using testing::read_metrics;
