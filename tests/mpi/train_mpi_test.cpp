@@ -474,8 +474,11 @@ TEST(Scale, ASignalTakesMpirunAndItsRanksDown) {
       execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    // ("[b]ench": the pattern does not match the shell that runs pgrep)
-    const std::string ranks = "pgrep -f '[b]ench --model autoencoder " + marker + "' >/dev/null";
+    // A rank's command line starts with the epoch binary (mpirun's, which names the same
+    // arguments, starts with mpirun; the shell that runs pgrep with sh): waiting for a rank,
+    // not for mpirun alone, so the signal finds the job running, not still being launched.
+    const std::string ranks =
+        "pgrep -f '^[^ ]*epoch bench --model autoencoder " + marker + "' >/dev/null";
     bool started = false;
     for (int i = 0; i < 300 && !started; ++i) {
       started = std::system(ranks.c_str()) == 0;
@@ -502,7 +505,7 @@ TEST(Scale, ASignalTakesMpirunAndItsRanksDown) {
       if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     EXPECT_TRUE(gone) << "mpirun or a rank outlived epoch scale (signal " << sig << ")";
-    std::system(("pkill -9 -f '[b]ench --model autoencoder " + marker + "'").c_str());
+    std::system(("pkill -9 -f '^[^ ]*epoch bench --model autoencoder " + marker + "'").c_str());
   }
 }
 

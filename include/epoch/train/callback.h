@@ -12,8 +12,10 @@
 
 namespace epoch::train {
 
-/// Lets a callback end the run: after the current step (from on_step_end) or before the next
-/// epoch (from on_epoch_end), as Ctrl-C does, with a checkpoint a resume continues from.
+/// Lets a callback end the run: after the step it is told of (from on_step_end: on a device,
+/// whose losses come back together every --log-every steps, the last step read back) or before
+/// the next epoch (from on_epoch_end), as Ctrl-C does, with a checkpoint a resume continues
+/// from. Taken in one process only: data-parallel ranks step together, and go on.
 class RunControl {
  public:
   void stop() { stop_ = true; }
