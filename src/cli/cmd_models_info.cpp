@@ -57,23 +57,34 @@ int run_show(const std::string& name, bool json) {
     std::printf("%s", models::format_summary(s).c_str());
     return 0;
   }
+  // Shapes as Keras's model.output_shape gives them: the batch as null, then the sizes in the
+  // source's order (channels-last for a Keras file).
+  const auto batch = [&](const Shape& shape) {
+    nlohmann::json out = nlohmann::json::array({nullptr});
+    for (std::int64_t d : models::source_shape(shape, s.channels_last)) out.push_back(d);
+    return out;
+  };
   nlohmann::json layers = nlohmann::json::array();
   for (const models::LayerSummary& l : s.layers)
     layers.push_back({{"name", l.name},
                       {"type", l.type},
-                      {"output_shape", l.output},
+                      {"output_shape", batch(l.output)},
                       {"parameters", l.parameters + l.non_trainable},
                       {"trainable_parameters", l.parameters},
                       {"non_trainable_parameters", l.non_trainable},
                       {"forward_flops_per_sample", l.flops}});
-  const nlohmann::json j{{"name", s.name},
-                         {"input_shape", s.input},
-                         {"output_shape", s.output},
-                         {"layers", layers},
-                         {"parameters", s.total()},
-                         {"trainable_parameters", s.trainable},
-                         {"non_trainable_parameters", s.non_trainable},
-                         {"forward_flops_per_sample", s.flops}};
+  nlohmann::json j{{"name", s.name},
+                   {"input_shape", batch(s.input)},
+                   {"output_shape", batch(s.output)},
+                   {"layers", layers},
+                   {"parameters", s.total()},
+                   {"trainable_parameters", s.trainable},
+                   {"non_trainable_parameters", s.non_trainable},
+                   {"forward_flops_per_sample", s.flops}};
+  if (!s.format.empty()) {
+    j["format"] = s.format;
+    j["sha256"] = s.sha256;
+  }
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }

@@ -100,7 +100,7 @@ std::string default_fashion_mnist_dir() {
 ImageDataset make_synthetic_dataset(std::int64_t n, std::int64_t channels, std::int64_t height,
                                     std::int64_t width, std::int64_t num_classes,
                                     std::uint64_t seed) {
-  EPOCH_CHECK(n >= 0 && channels >= 1 && height >= 4 && width >= 4,
+  EPOCH_CHECK(n >= 0 && channels >= 1 && height >= 1 && width >= 1,
               "make_synthetic_dataset: ", "bad size n=", n, " (C, H, W) = (", channels, ", ",
               height, ", ", width, ")");
   EPOCH_CHECK(num_classes >= 2 && num_classes <= 65536,

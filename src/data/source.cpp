@@ -25,8 +25,7 @@ MemorySource::MemorySource(ImageDataset dataset) : dataset_(std::move(dataset)) 
                   dataset_.labels.ndim() == 1 && dataset_.labels.is_contiguous() &&
                   dataset_.labels.size(0) == images.size(0),
               "MemorySource: labels must be (N) i32 with N = ", images.size(0));
-  EPOCH_CHECK(images.size(1) == 1 || images.size(1) == 3, "MemorySource: ", images.size(1),
-              " channels (1 or 3 supported)");
+  EPOCH_CHECK(images.size(1) >= 1, "MemorySource: images without channels");
   labels_ = dataset_.labels.data<std::int32_t>();
 }
 

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "epoch/models/graph_model.h"
+#include "epoch/models/model_file.h"
+
 namespace epoch::models {
 namespace {
 
@@ -34,19 +37,33 @@ std::string thousands(std::int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
-std::string batch_shape(const Shape& s) {
+std::string batch_shape(const Shape& s, bool channels_last) {
   std::string out = "(None";
-  for (std::int64_t d : s) out += ", " + std::to_string(d);
+  for (std::int64_t d : source_shape(s, channels_last)) out += ", " + std::to_string(d);
   return out + ")";
 }
 
 }  // namespace
 
+Shape source_shape(const Shape& shape, bool channels_last) {
+  if (!channels_last || shape.size() != 3) return shape;
+  return {shape[1], shape[2], shape[0]};
+}
+
 ModelSummary summarize(const Model& model) {
   ModelSummary s;
   s.name = model.spec().name;
   s.input = model.spec().input;
-  if (dynamic_cast<const LayerStack*>(&model) != nullptr) {
+  if (const RegisteredModel* m = registered_model(s.name)) {
+    s.channels_last = m->description.channels_last;
+    s.format = m->description.format;
+    s.sha256 = m->sha256;
+    if (m->description.input.size() == 1) s.input = m->description.input;
+  }
+  if (const auto* graph = dynamic_cast<const GraphModel*>(&model)) {
+    for (const auto& [link, shape] : graph->link_inputs(model.spec().input))
+      s.layers.push_back(row(link->first, *link->second, shape));
+  } else if (dynamic_cast<const LayerStack*>(&model) != nullptr) {
     Shape shape = s.input;
     for (const auto& [name, child] : model.children()) {
       s.layers.push_back(row(name, *child, shape));
@@ -55,7 +72,7 @@ ModelSummary summarize(const Model& model) {
   } else {
     s.layers.push_back(row(s.name, model, s.input));
   }
-  s.output = model.output_shape(s.input);
+  s.output = model.output_shape(model.spec().input);
   for (const LayerSummary& l : s.layers) {
     s.trainable += l.parameters;
     s.non_trainable += l.non_trainable;
@@ -70,14 +87,14 @@ std::string format_summary(const ModelSummary& s) {
               w_param = std::string("Param #").size();
   for (const LayerSummary& l : s.layers) {
     left.push_back(l.name + " (" + l.type + ")");
-    shapes.push_back(batch_shape(l.output));
+    shapes.push_back(batch_shape(l.output, s.channels_last));
     params.push_back(thousands(l.parameters + l.non_trainable));
     w_left = std::max(w_left, left.back().size());
     w_shape = std::max(w_shape, shapes.back().size());
     w_param = std::max(w_param, params.back().size());
   }
   const std::size_t width = w_left + 2 + w_shape + 2 + w_param;
-  std::string out = "Model: \"" + s.name + "\" (input " + batch_shape(s.input) + ")\n";
+  std::string out = "Model: \"" + s.name + "\" (input " + batch_shape(s.input, s.channels_last) + ")\n";
   const auto line = [&](const std::string& a, const std::string& b, const std::string& c) {
     char buf[1024];
     std::snprintf(buf, sizeof buf, "%-*s  %-*s  %*s\n", static_cast<int>(w_left), a.c_str(),

@@ -5,6 +5,8 @@
 #include <map>
 
 #include "epoch/autograd/functions.h"
+#include "epoch/models/graph_model.h"
+#include "epoch/models/model_file.h"
 #include "epoch/models/prednet.h"
 #include "epoch/nn/layers.h"
 #include "epoch/nn/residual.h"
@@ -477,7 +479,9 @@ const ModelSpec& find_model(const std::string& name) {
     if (e.spec.name == name) return e.spec;
     valid += (valid.empty() ? "" : ", ") + e.spec.name;
   }
-  EPOCH_THROW(ConfigError, "unknown model '", name, "' (valid: ", valid, ")");
+  if (const RegisteredModel* m = registered_model(name)) return m->spec;
+  EPOCH_THROW(ConfigError, "unknown model '", name, "' (valid: ", valid,
+              ", or a model file: .json, .keras)");
 }
 
 LayerStack& LayerStack::add(const std::string& name, std::shared_ptr<nn::Module> layer) {
@@ -511,7 +515,7 @@ std::shared_ptr<Model> build_model(const std::string& name) {
       e.build(layers);
       return model;
     }
-  EPOCH_THROW(ConfigError, "unknown model '", name, "'");
+  return build_described(registered_model(name)->description);
 }
 
 Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels) {

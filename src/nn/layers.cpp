@@ -16,6 +16,11 @@ namespace {
 std::string fmt_kernel(std::int64_t kh, std::int64_t kw) {
   return std::to_string(kh) + "x" + std::to_string(kw);
 }
+std::string fmt_float(float v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
 void expect_chw(const Shape& s, const char* layer) {
   EPOCH_CHECK(s.size() == 3, layer, " expects a per-sample (C, H, W) input, got ", shape_str(s));
 }
@@ -160,9 +165,26 @@ Tensor Act::forward(const Tensor& x) {
     case Activation::tanh:
       return epoch::tanh(x);
     case Activation::hard_sigmoid:
-      return hard_sigmoid(x);
+      return epoch::hard_sigmoid(x, slope_, offset_);
+    case Activation::leaky_relu:  // (1 - alpha) relu(x) + alpha x
+      return add(affine(relu(x), 1.0f - alpha_), affine(x, alpha_));
+    case Activation::linear:
+      return x;
   }
   return x;
+}
+
+std::shared_ptr<Act> Act::hard_sigmoid(float slope, float offset) {
+  auto a = std::make_shared<Act>(Activation::hard_sigmoid);
+  a->slope_ = slope;
+  a->offset_ = offset;
+  return a;
+}
+
+std::shared_ptr<Act> Act::leaky_relu(float alpha) {
+  auto a = std::make_shared<Act>(Activation::leaky_relu);
+  a->alpha_ = alpha;
+  return a;
 }
 
 std::string Act::describe() const {
@@ -174,9 +196,72 @@ std::string Act::describe() const {
     case Activation::tanh:
       return "Tanh";
     case Activation::hard_sigmoid:
-      return "HardSigmoid";
+      return slope_ == 0.2f && offset_ == 0.5f
+                 ? "HardSigmoid"
+                 : "HardSigmoid(" + fmt_float(slope_) + " x + " + fmt_float(offset_) + ")";
+    case Activation::leaky_relu:
+      return "LeakyReLU(" + fmt_float(alpha_) + ")";
+    case Activation::linear:
+      return "Linear";
   }
   return "?";
+}
+
+Tensor ZeroPad2d::forward(const Tensor& x) {
+  EPOCH_CHECK(x.ndim() == 4, "ZeroPad2d takes (N, C, H, W), got ", x.ndim(), " dimensions");
+  const Tensor r = to_row_major(x);
+  const std::int64_t n = r.size(0), c = r.size(1), h = r.size(2), w = r.size(3);
+  const auto zeros = [&](std::int64_t rows, std::int64_t cols) {
+    return Tensor::zeros({n, c, rows, cols}, DType::f32, r.device());
+  };
+  Tensor y = r;
+  if (top_ > 0 || bottom_ > 0) {
+    std::vector<Tensor> parts;
+    if (top_ > 0) parts.push_back(zeros(top_, w));
+    parts.push_back(y);
+    if (bottom_ > 0) parts.push_back(zeros(bottom_, w));
+    y = concat(parts, 2);
+  }
+  if (left_ > 0 || right_ > 0) {
+    std::vector<Tensor> parts;
+    if (left_ > 0) parts.push_back(zeros(h + top_ + bottom_, left_));
+    parts.push_back(y);
+    if (right_ > 0) parts.push_back(zeros(h + top_ + bottom_, right_));
+    y = concat(parts, 3);
+  }
+  return y;
+}
+
+Shape ZeroPad2d::output_shape(const Shape& in) const {
+  expect_chw(in, "ZeroPad2d");
+  return {in[0], in[1] + top_ + bottom_, in[2] + left_ + right_};
+}
+
+std::string ZeroPad2d::describe() const {
+  std::ostringstream os;
+  os << "ZeroPad2d(top " << top_ << ", bottom " << bottom_ << ", left " << left_ << ", right "
+     << right_ << ")";
+  return os.str();
+}
+
+Tensor GlobalMaxPool2d::forward(const Tensor& x) {
+  EPOCH_CHECK(x.ndim() == 4, "GlobalMaxPool2d takes (N, C, H, W), got ", x.ndim(),
+              " dimensions");
+  ops::Pool2dParams p;
+  p.kernel_h = p.stride_h = x.size(2);
+  p.kernel_w = p.stride_w = x.size(3);
+  return flatten(max_pool2d(x, p));
+}
+
+Shape GlobalMaxPool2d::output_shape(const Shape& in) const {
+  expect_chw(in, "GlobalMaxPool2d");
+  return {in[0]};
+}
+
+Tensor Rescale::forward(const Tensor& x) { return affine(x, scale_, offset_); }
+
+std::string Rescale::describe() const {
+  return "Rescale(" + fmt_float(scale_) + " x + " + fmt_float(offset_) + ")";
 }
 
 std::shared_ptr<Pool2d> Pool2d::max(std::int64_t k) {

@@ -618,7 +618,8 @@ json config_to_json(const TrainConfig& config) {
 TrainConfig config_from_json(const json& j) {
   if (!j.is_object()) EPOCH_THROW(ConfigError, "stored run configuration is not a JSON object");
   // Written beside the settings in config.json, for readers; not settings.
-  static const std::set<std::string> notes = {"model_parameters", "threads_used", "epoch_version"};
+  static const std::set<std::string> notes = {"model_parameters", "threads_used", "epoch_version",
+                                                "model_sha256"};
   TrainConfig c;
   std::set<std::string> known_sections;
   for (const ConfigField& f : config_fields())

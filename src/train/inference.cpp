@@ -9,6 +9,7 @@
 #include "epoch/data/idx.h"
 #include "epoch/data/image_codec.h"
 #include "epoch/data/loader.h"
+#include "epoch/models/model_file.h"
 #include "epoch/tensor/warnings.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/evaluate.h"
@@ -26,6 +27,7 @@ TrainedModel load_trained_model(SafetensorsFile file) {
   t.path = checkpoint_path;
   // The metadata first (cheap), then the model it names and its tensors.
   try {
+    models::register_stored_description(metadata_at(file, "model"), file.metadata);
     t.model = models::build_model(metadata_at(file, "model"));
     t.preprocessing = data::Preprocessing::from_json(metadata_at(file, "preprocessing"));
     t.class_names =

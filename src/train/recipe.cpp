@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
+#include "epoch/models/model_file.h"
 #include "epoch/models/zoo.h"
 #include "epoch/train/config_fields.h"
 
@@ -22,6 +23,8 @@ TrainConfig recipe_for(const std::string& model) {
   c.run.model = model;
   for (const models::ModelSpec& spec : models::model_specs())
     if (spec.name == model) apply_recipe(c, spec.recipe);
+  if (const models::RegisteredModel* m = models::registered_model(model))  // a model file's
+    apply_recipe(c, m->spec.recipe);
   return c;
 }
 

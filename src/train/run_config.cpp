@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "epoch/models/model_file.h"
 #include "epoch/models/zoo.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/config_fields.h"
@@ -139,6 +140,10 @@ TrainConfig stored_config(const SafetensorsFile& checkpoint) {
 }
 
 TrainConfig stored_run_config(const std::string& run_dir) {
-  return stored_config(read_last_checkpoint(run_dir));
+  const SafetensorsFile last = read_last_checkpoint(run_dir);
+  TrainConfig c = stored_config(last);
+  // A model file's description, as the run trained it: the run needs only its checkpoint.
+  models::register_stored_description(c.run.model, last.metadata);
+  return c;
 }
 }  // namespace epoch::train

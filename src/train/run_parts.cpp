@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "epoch/dist/process_group.h"
+#include "epoch/models/model_file.h"
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/file_io.h"
@@ -216,6 +217,8 @@ void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c
   cfg["world_size"] = world;  // processes (mpirun ranks); batch_size is per process
   cfg["global_batch_size"] = c.run.batch_size * world;
   cfg["epoch_version"] = EPOCH_VERSION;
+  if (const models::RegisteredModel* m = models::registered_model(c.run.model))
+    cfg["model_sha256"] = m->sha256;  // the model file's, as sha256sum prints it
   cfg["environment"] = run_environment();
   const std::string text = cfg.dump(2) + "\n";
   record_files(run_dir.string(), {"config.json"});

@@ -21,6 +21,7 @@
 #include "epoch/data/dataset.h"
 #include "epoch/data/loader.h"
 #include "epoch/dist/process_group.h"
+#include "epoch/models/model_file.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/flat_parameters.h"
 #include "epoch/nn/layers.h"
@@ -55,7 +56,9 @@ std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
                                                        const data::SampleSource& train_data,
                                                        std::int64_t epoch, std::int64_t step,
                                                        const EvalResult& eval) {
-  return {{"model", c.run.model},
+  std::map<std::string, std::string> m = models::description_metadata(c.run.model);
+  m.merge(std::map<std::string, std::string>{
+          {"model", c.run.model},
           {"preprocessing", pre.to_json()},
           {"class_names", json(train_data.class_names()).dump()},
           {"epoch", std::to_string(epoch)},
@@ -65,7 +68,8 @@ std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& c,
           {"config", c.to_json().dump()},
           {"test_loss", std::to_string(eval.loss)},
           {"test_accuracy", std::to_string(eval.accuracy)},
-          {"epoch_version", EPOCH_VERSION}};
+          {"epoch_version", EPOCH_VERSION}});
+  return m;
 }
 
 /// The optimizer's state (step count, learning rate, moments) from rank 0 (a resumed run,

@@ -27,11 +27,18 @@ struct ModelSummary {
   /// a model that is no stack (PredNet) is one row of its own.
   std::vector<LayerSummary> layers;
   std::int64_t trainable = 0, non_trainable = 0, flops = 0;
+  /// A model from a file: its format ("keras 3"), the file's SHA-256, and whether the file
+  /// writes shapes channels-last (Keras), as the table then prints them.
+  std::string format, sha256;
+  bool channels_last = false;
   /// What Keras's count_params() counts: trainable and non-trainable together.
   std::int64_t total() const { return trainable + non_trainable; }
 };
 
 ModelSummary summarize(const Model& model);
+
+/// A per-sample shape as its source writes it: (C, H, W) as (H, W, C) when channels_last.
+Shape source_shape(const Shape& shape, bool channels_last);
 
 /// The table as text: a header, one line per layer (the output shape as (None, C, H, W)),
 /// the totals with thousands separators, and the FLOPs.

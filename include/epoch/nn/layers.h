@@ -52,12 +52,16 @@ class Linear : public Module {
   Tensor weight, bias;
 };
 
-enum class Activation { relu, sigmoid, tanh, hard_sigmoid };
+enum class Activation { relu, sigmoid, tanh, hard_sigmoid, leaky_relu, linear };
 
-/// A pointwise activation.
+/// A pointwise activation. hard_sigmoid: clip(slope x + offset, 0, 1) (Keras 2's 0.2, 0.5;
+/// Keras 3's relu6(x + 3) / 6 is 1/6, 0.5); leaky_relu: x for x > 0, alpha x below; linear:
+/// the identity.
 class Act : public Module {
  public:
   explicit Act(Activation kind) : kind_(kind) {}
+  static std::shared_ptr<Act> hard_sigmoid(float slope, float offset);
+  static std::shared_ptr<Act> leaky_relu(float alpha);
   Tensor forward(const Tensor& x) override;
   bool takes_blocked() const override { return kind_ == Activation::relu; }
   bool is_relu() const override { return kind_ == Activation::relu; }
@@ -65,6 +69,53 @@ class Act : public Module {
 
  private:
   Activation kind_;
+  float slope_ = 0.2f, offset_ = 0.5f;  // hard_sigmoid
+  float alpha_ = 0.0f;                  // leaky_relu
+};
+
+/// Zeros around each image: (N, C, H, W) -> (N, C, top + H + bottom, left + W + right).
+class ZeroPad2d : public Module {
+ public:
+  ZeroPad2d(std::int64_t top, std::int64_t bottom, std::int64_t left, std::int64_t right)
+      : top_(top), bottom_(bottom), left_(left), right_(right) {}
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::string describe() const override;
+
+ private:
+  std::int64_t top_, bottom_, left_, right_;
+};
+
+/// (N, C, H, W) -> (N, C): each channel's maximum.
+class GlobalMaxPool2d : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  Shape output_shape(const Shape& input) const override;
+  std::string describe() const override { return "GlobalMaxPool2d"; }
+};
+
+/// y = scale x + offset (Keras's Rescaling inside a model).
+class Rescale : public Module {
+ public:
+  Rescale(float scale, float offset) : scale_(scale), offset_(offset) {}
+  Tensor forward(const Tensor& x) override;
+  std::string describe() const override;
+
+ private:
+  float scale_, offset_;
+};
+
+/// y = x, with a description of its own: a layer whose work is done elsewhere (a rescaling
+/// that the data pipeline applies, a dropout of rate 0).
+class Identity : public Module {
+ public:
+  explicit Identity(std::string description) : description_(std::move(description)) {}
+  Tensor forward(const Tensor& x) override { return x; }
+  bool takes_blocked() const override { return true; }
+  std::string describe() const override { return description_; }
+
+ private:
+  std::string description_;
 };
 
 enum class PoolKind { max, avg };

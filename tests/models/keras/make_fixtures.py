@@ -1,0 +1,151 @@
+"""Writes the Keras model files the model-file tests read, with Keras 3 itself, and expected.json:
+each model's count_params() and output_shape as Keras reports them.
+
+Usage (development tooling, not part of the build):
+    scripts/setup-keras.sh && .venv-keras/bin/python tests/models/keras/make_fixtures.py
+The files are committed; run again only to change them.
+"""
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def catdog():
+    """The cats-vs-dogs tutorial's network, as its users write it in Keras 3."""
+    m = keras.Sequential([
+        keras.Input((64, 64, 3)),
+        layers.Rescaling(1.0 / 255),
+        layers.Conv2D(32, 3, activation="relu"),
+        layers.MaxPooling2D(),
+        layers.Conv2D(32, 3, activation="relu"),
+        layers.MaxPooling2D(),
+        layers.Flatten(),
+        layers.Dense(128, activation="relu"),
+        layers.Dense(1, activation="sigmoid"),
+    ], name="catdog")
+    m.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+    return m
+
+
+def catdog_changed():
+    """The tutorial after a user's changes: 128x128, a third conv/pool pair, 64 filters, dropout."""
+    m = keras.Sequential([
+        keras.Input((128, 128, 3)),
+        layers.Rescaling(1.0 / 255),
+        layers.Conv2D(64, 3, activation="relu"),
+        layers.MaxPooling2D(),
+        layers.Conv2D(64, 3, activation="relu"),
+        layers.MaxPooling2D(),
+        layers.Conv2D(64, 3, activation="relu"),
+        layers.MaxPooling2D(),
+        layers.Flatten(),
+        layers.Dense(128, activation="relu"),
+        layers.Dropout(0.5),
+        layers.Dense(1, activation="sigmoid"),
+    ], name="catdog_changed")
+    m.compile(optimizer=keras.optimizers.RMSprop(1e-4), loss="binary_crossentropy")
+    return m
+
+
+def cifar10_keras():
+    """Keras's cifar10_cnn example (MODELS.md's cifar10-keras)."""
+    m = keras.Sequential([
+        keras.Input((32, 32, 3)),
+        layers.Conv2D(32, 3, padding="same", activation="relu"),
+        layers.Conv2D(32, 3, activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Dropout(0.25),
+        layers.Conv2D(64, 3, padding="same", activation="relu"),
+        layers.Conv2D(64, 3, activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Dropout(0.25),
+        layers.Flatten(),
+        layers.Dense(512, activation="relu"),
+        layers.Dropout(0.5),
+        layers.Dense(10, activation="softmax"),
+    ], name="cifar10_keras")
+    m.compile(optimizer=keras.optimizers.RMSprop(learning_rate=1e-4),
+              loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return m
+
+
+def residual():
+    """A Functional model: stride-2 "same" convolutions, batch norm, a residual Add, a
+    Concatenate, global pooling."""
+    i = keras.Input((32, 32, 3))
+    x = layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False)(i)
+    x = layers.BatchNormalization()(x)
+    x = layers.Activation("relu")(x)
+    y = layers.Conv2D(16, 3, padding="same", kernel_regularizer=keras.regularizers.L2(1e-4))(x)
+    y = layers.BatchNormalization(momentum=0.9, epsilon=1e-5)(y)
+    y = layers.ReLU()(y)
+    y = layers.Conv2D(16, 3, padding="same", kernel_regularizer=keras.regularizers.L2(1e-4))(y)
+    s = layers.Add()([x, y])
+    s = layers.Activation("relu")(s)
+    b = layers.Conv2D(8, 1)(s)
+    c = layers.Concatenate()([s, b])
+    c = layers.MaxPooling2D(3, strides=2, padding="same")(c)
+    g = layers.GlobalAveragePooling2D()(c)
+    o = layers.Dense(5, activation="softmax")(g)
+    m = keras.Model(i, o, name="residual")
+    m.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+              loss="sparse_categorical_crossentropy")
+    return m
+
+
+def odd_layers():
+    """Every other layer and activation epoch reads: dilation, groups, ZeroPadding2D, average
+    pooling ("same"), global max pooling, leaky ReLU, hard sigmoid, tanh."""
+    i = keras.Input((20, 20, 4))
+    x = layers.ZeroPadding2D(((1, 2), (0, 1)))(i)
+    x = layers.Conv2D(8, 3, dilation_rate=2, activation="tanh")(x)
+    x = layers.Conv2D(8, 3, groups=2, padding="same", activation="hard_sigmoid")(x)
+    x = layers.LeakyReLU(negative_slope=0.1)(x)
+    x = layers.AveragePooling2D(3, strides=2, padding="same")(x)
+    x = layers.Conv2D(6, (2, 4), strides=(1, 2), padding="same", activation="leaky_relu")(x)
+    x = layers.GlobalMaxPooling2D()(x)
+    x = layers.Dense(3)(x)
+    m = keras.Model(i, x, name="odd_layers")
+    m.compile(optimizer="adam",
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def autoencoder():
+    """MODELS.md's autoencoder on flat 784-vectors, as Keras writes it."""
+    m = keras.Sequential([
+        keras.Input((784,)),
+        layers.Dense(256, activation="relu"),
+        layers.Dense(64, activation="relu"),
+        layers.Dense(256, activation="relu"),
+        layers.Dense(784, activation="sigmoid"),
+    ], name="autoencoder")
+    m.compile(optimizer="adam", loss="mse")
+    return m
+
+
+def main():
+    expected = {}
+    for make in (catdog, catdog_changed, cifar10_keras, residual, odd_layers, autoencoder):
+        m = make()
+        name = make.__name__
+        with open(os.path.join(HERE, name + ".json"), "w") as f:
+            f.write(m.to_json())
+        expected[name] = {"count_params": m.count_params(),
+                          "output_shape": list(m.output_shape),
+                          "layer_output_shapes": {l.name: list(l.output.shape)
+                                                  for l in m.layers}}
+    # One model as a .keras archive (config.json beside the weights, uncompressed).
+    residual().save(os.path.join(HERE, "residual.keras"))
+    with open(os.path.join(HERE, "expected.json"), "w") as f:
+        json.dump({"keras_version": keras.__version__, "models": expected}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
