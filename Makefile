@@ -58,12 +58,13 @@ test-tsan: deps
 	  --gtest_filter='LoaderTest.*:ImageFolderTest.*' --gtest_repeat=5 --gtest_brief=1
 
 # libFuzzer runs of the parsers (JPEG/PNG, IDX, safetensors, CIFAR-10, checkpoints, the report's
-# config.json, metrics.jsonl and study.json), built with clang, ASan and UBSan in build-fuzz:
+# config.json, metrics.jsonl and study.json, model files), built with clang, ASan and UBSan in build-fuzz:
 # FUZZ_SECONDS per target, starting from the seed corpora in tests/fuzz/corpus (copied to
 # build-fuzz/corpus/<target>, where new inputs accumulate across runs). A finding stops the run
 # and leaves its input in build-fuzz/artifacts/<target>/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors fuzz_cifar10 fuzz_checkpoint fuzz_report
+FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors fuzz_cifar10 fuzz_checkpoint fuzz_report \
+	fuzz_model_file
 
 # (-march=x86-64-v3: the CPU layer's AVX2 kernels, which fuzz_checkpoint and fuzz_report link,
 # are compiled for AVX2 as in the Release build.)

@@ -46,6 +46,7 @@ std::string read_zip_member(std::string_view zip, const std::string& member,
     if (at + 46 > end || le(zip, at, 4) != 0x02014b50)
       bad("corrupt zip archive (a directory entry is cut short)");
     const std::uint32_t method = le(zip, at + 10, 2);
+    const std::uint32_t crc = le(zip, at + 16, 4);
     const std::uint32_t packed = le(zip, at + 20, 4), size = le(zip, at + 24, 4);
     const std::uint32_t name_len = le(zip, at + 28, 2), extra_len = le(zip, at + 30, 2),
                         comment_len = le(zip, at + 32, 2);
@@ -61,9 +62,15 @@ std::string read_zip_member(std::string_view zip, const std::string& member,
                                le(zip, local + 28, 2);
     if (data + packed > zip.size()) bad("truncated zip archive (a member is cut short)");
     const std::string_view bytes = zip.substr(data, packed);
+    const auto checked = [&](std::string out) {
+      const auto* p = reinterpret_cast<const Bytef*>(out.data());
+      if (crc32(crc32(0, nullptr, 0), p, static_cast<uInt>(out.size())) != crc)
+        bad("corrupt zip archive (a member's CRC-32 does not match its bytes)");
+      return out;
+    };
     if (method == 0) {
       if (packed != size) bad("corrupt zip archive (a stored member's sizes differ)");
-      return std::string(bytes);
+      return checked(std::string(bytes));
     }
     if (method != 8) bad("a member is compressed with a method other than stored or deflate");
     std::string out(size, '\0');
@@ -77,7 +84,7 @@ std::string read_zip_member(std::string_view zip, const std::string& member,
     const bool complete = rc == Z_STREAM_END && z.total_out == size;
     inflateEnd(&z);
     if (!complete) bad("corrupt zip archive (a member does not inflate to its stated size)");
-    return out;
+    return checked(std::move(out));
   }
   EPOCH_THROW(IoError, file, ": the zip archive holds no ", member);
 }

@@ -50,6 +50,12 @@ Task task_from_word(const std::string& word, const std::string& file) {
 
 }  // namespace
 
+std::string json_excerpt(const nlohmann::json& value) {
+  std::string text = value.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
 nlohmann::json description_to_json(const ModelDescription& d) {
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerNode& n : d.layers) {
@@ -84,7 +90,7 @@ ModelDescription description_from_json(const nlohmann::json& j, const std::strin
   d.file = file;
   try {
     if (field("version").get<std::int64_t>() != 1)
-      EPOCH_THROW(ConfigError, file, ": version ", field("version").dump(),
+      EPOCH_THROW(ConfigError, file, ": version ", json_excerpt(field("version")),
                   " is not one this epoch reads (1)");
     d.name = j.value("name", file);
     d.format = j.value("source", std::string("epoch"));

@@ -19,7 +19,8 @@ namespace {
 constexpr std::int64_t kMaxSize = 1 << 16;           // a kernel, stride, pad or image side
 constexpr std::int64_t kMaxWidth = 1 << 24;          // filters, units
 constexpr std::int64_t kMaxSampleElements = std::int64_t{1} << 31;  // one sample's activations
-constexpr std::int64_t kMaxParameters = std::int64_t{1} << 34;
+constexpr int kMaxParametersLog2 = 32;
+constexpr std::int64_t kMaxParameters = std::int64_t{1} << kMaxParametersLog2;
 
 using Pair = std::array<std::int64_t, 2>;
 using Quad = std::array<std::int64_t, 4>;  // top, bottom, left, right
@@ -60,7 +61,7 @@ class LayerReader {
       return fallback;
     }
     const nlohmann::json& v = n_.attrs[key];
-    if (!v.is_number_integer()) fail(key, " must be an integer, not ", v.dump());
+    if (!v.is_number_integer()) fail(key, " must be an integer, not ", json_excerpt(v));
     const std::int64_t x = v.get<std::int64_t>();
     if (x < lo || x > hi) fail(key, " ", x, " is outside ", lo, "-", hi);
     return x;
@@ -77,10 +78,10 @@ class LayerReader {
       return {x, x};
     }
     if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer())
-      fail(key, " must be an integer or two, not ", v.dump());
+      fail(key, " must be an integer or two, not ", json_excerpt(v));
     Pair p{v[0].get<std::int64_t>(), v[1].get<std::int64_t>()};
     for (std::int64_t x : p)
-      if (x < lo || x > hi) fail(key, " ", v.dump(), " is outside ", lo, "-", hi);
+      if (x < lo || x > hi) fail(key, " ", json_excerpt(v), " is outside ", lo, "-", hi);
     return p;
   }
 
@@ -88,7 +89,7 @@ class LayerReader {
     double x = fallback;
     if (has(key)) {
       const nlohmann::json& v = n_.attrs[key];
-      if (!v.is_number()) fail(key, " must be a number, not ", v.dump());
+      if (!v.is_number()) fail(key, " must be a number, not ", json_excerpt(v));
       x = v.get<double>();
     } else if (std::isnan(fallback)) {
       fail("needs '", key, "'");
@@ -103,14 +104,14 @@ class LayerReader {
       return fallback;
     }
     const nlohmann::json& v = n_.attrs[key];
-    if (!v.is_string()) fail(key, " must be a string, not ", v.dump());
+    if (!v.is_string()) fail(key, " must be a string, not ", json_excerpt(v));
     return v.get<std::string>();
   }
 
   bool flag(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
     const nlohmann::json& v = n_.attrs[key];
-    if (!v.is_boolean()) fail(key, " must be true or false, not ", v.dump());
+    if (!v.is_boolean()) fail(key, " must be true or false, not ", json_excerpt(v));
     return v.get<bool>();
   }
 
@@ -135,12 +136,12 @@ class LayerReader {
       return q;
     }
     if (!v.is_array() || v.size() != 4)
-      fail("padding must be \"valid\", \"same\" or [top, bottom, left, right], not ", v.dump());
+      fail("padding must be \"valid\", \"same\" or [top, bottom, left, right], not ", json_excerpt(v));
     Quad q{};
     for (int i = 0; i < 4; ++i) {
-      if (!v[i].is_number_integer()) fail("padding ", v.dump(), " must hold integers");
+      if (!v[i].is_number_integer()) fail("padding ", json_excerpt(v), " must hold integers");
       q[i] = v[i].get<std::int64_t>();
-      if (q[i] < 0 || q[i] > kMaxSize) fail("padding ", v.dump(), " is outside 0-", kMaxSize);
+      if (q[i] < 0 || q[i] > kMaxSize) fail("padding ", json_excerpt(v), " is outside 0-", kMaxSize);
     }
     return q;
   }
@@ -193,8 +194,15 @@ bool loss_applies(const ModelDescription& d, bool is_output, const std::string& 
 }
 
 BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
-                     const std::vector<Shape>& ins, bool is_output) {
+                     const std::vector<Shape>& ins, bool is_output, std::int64_t& parameters) {
   const LayerReader r(d, n);
+  // Weights are counted before they are made: a file cannot ask for more memory than the limit.
+  const auto spend = [&](std::int64_t weights, std::int64_t per_weight, std::int64_t extra) {
+    if (weights > kMaxParameters / std::max<std::int64_t>(per_weight, 1) ||
+        parameters + weights * per_weight + extra > kMaxParameters)
+      r.fail("brings the model beyond epoch's limit of 2^", kMaxParametersLog2, " parameters");
+    parameters += weights * per_weight + extra;
+  };
   BuiltNode b;
   nn::Links& links = b.node.links;
   const auto link = [&](const std::string& suffix, std::shared_ptr<nn::Module> m) {
@@ -240,12 +248,14 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     for (int i = 0; i < 2; ++i)
       if (x[1 + i] + 2 * (i == 0 ? p.pad_h : p.pad_w) < (k[i] - 1) * dil[i] + 1)
         r.fail("kernel ", k[0], "x", k[1], " does not fit its input ", shape_text(in));
+    spend(filters, in[0] / groups * k[0] * k[1], filters);
     link("", std::make_shared<nn::Conv2d>(in[0], filters, k[0], k[1], p, r.flag("bias", true)));
     activation(r.word("activation", "linear"));
   } else if (op == "dense") {
     r.expect_only({"units", "bias", "activation", "alpha", "slope", "offset"});
     if (in.size() != 1) r.fail("takes vectors (D): flatten ", shape_text(in), " first");
     const std::int64_t units = r.integer("units", -1, 1, kMaxWidth);
+    spend(units, in[0], units);
     link("", std::make_shared<nn::Linear>(in[0], units, r.flag("bias", true)));
     activation(r.word("activation", "linear"));
   } else if (op == "max_pool" || op == "avg_pool") {
@@ -299,9 +309,9 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     if (!v.is_array() || v.size() != 4) r.fail("pad must be [top, bottom, left, right]");
     Quad p{};
     for (int i = 0; i < 4; ++i) {
-      if (!v[i].is_number_integer()) r.fail("pad ", v.dump(), " must hold integers");
+      if (!v[i].is_number_integer()) r.fail("pad ", json_excerpt(v), " must hold integers");
       p[i] = v[i].get<std::int64_t>();
-      if (p[i] < 0 || p[i] > kMaxSize) r.fail("pad ", v.dump(), " is outside 0-", kMaxSize);
+      if (p[i] < 0 || p[i] > kMaxSize) r.fail("pad ", json_excerpt(v), " is outside 0-", kMaxSize);
     }
     link("", std::make_shared<nn::ZeroPad2d>(p[0], p[1], p[2], p[3]));
   } else if (op == "flatten") {
@@ -321,6 +331,7 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     const float momentum = r.number("momentum", 0.1, 1e-9, 1.0);
     const float eps = r.number("epsilon", 1e-5, 1e-12, 1.0);
     if (in.size() != 1 && in.size() != 3) r.fail("takes (C, H, W) or (D), not ", shape_text(in));
+    spend(in[0], 4, 0);
     link("", std::make_shared<nn::BatchNorm>(in[0], momentum, eps));
   } else if (op == "activation") {
     r.expect_only({"function", "alpha", "slope", "offset"});
@@ -400,10 +411,16 @@ Built build_all(const ModelDescription& d) {
   if (d.input.size() != 1 && d.input.size() != 3)
     EPOCH_THROW(ConfigError, where, ": the input shape ", shape_text(d.input),
                 " is neither an image (C, H, W) nor a vector (D)");
-  for (std::int64_t s : d.input)
+  std::int64_t input_elements = 1;
+  for (std::int64_t s : d.input) {
     if (s < 1 || s > kMaxSize * 64)
       EPOCH_THROW(ConfigError, where, ": the input shape ", shape_text(d.input),
                   " is outside epoch's limits (1-", kMaxSize * 64, " per side)");
+    input_elements *= s;
+    if (input_elements > kMaxSampleElements)
+      EPOCH_THROW(ConfigError, where, ": the input shape ", shape_text(d.input),
+                  " is beyond epoch's limit of 2^31 values per sample");
+  }
   Built b;
   b.flat_input = d.input.size() == 1;
   std::map<std::string, int> index;
@@ -433,13 +450,8 @@ Built build_all(const ModelDescription& d) {
     }
     std::vector<Shape> ins;
     for (int k : inputs) ins.push_back(k < 0 ? d.input : shapes[static_cast<std::size_t>(k)]);
-    BuiltNode node = build_node(d, n, ins, i + 1 == d.layers.size());
+    BuiltNode node = build_node(d, n, ins, i + 1 == d.layers.size(), parameters);
     node.node.inputs = inputs;
-    for (const auto& [name, m] : node.node.links) {
-      parameters += m->parameter_count();
-      if (parameters > kMaxParameters)
-        r.fail("brings the model beyond epoch's limit of 2^34 parameters");
-    }
     if (inputs.size() != 1 || inputs[0] != static_cast<int>(i) - 1 ||
         node.node.join != GraphModel::Join::none)
       b.chain = false;

@@ -59,12 +59,12 @@ class Reader {
       json v = c.value(key, fallback);
       if (v.is_null()) return fallback;
       if (v.is_number_integer()) return json::array({v, v});
-      if (!v.is_array() || v.size() != 2) refuse(key, " ", v.dump(), " is not two integers");
+      if (!v.is_array() || v.size() != 2) refuse(key, " ", json_excerpt(v), " is not two integers");
       return v;
     };
     const auto no = [&](const char* key) {
       if (c.contains(key) && !c[key].is_null() && c[key] != false)
-        refuse(key, " ", c[key].dump(), " is not supported");
+        refuse(key, " ", json_excerpt(c[key]), " is not supported");
     };
     const auto weights = [&](const char* kernel_key) {
       initializer(c, kernel_key, "GlorotUniform", refuse);
@@ -122,7 +122,7 @@ class Reader {
                  p[1].is_array() && p[1].size() == 2) {
         q = {p[0][0], p[0][1], p[1][0], p[1][1]};
       } else {
-        refuse("padding ", p.dump(), " is not supported");
+        refuse("padding ", json_excerpt(p), " is not supported");
       }
       node("zero_pad", {{"pad", q}});
     } else if (cls == "Flatten") {
@@ -135,7 +135,7 @@ class Reader {
       json axis = c.value("axis", json(-1));
       if (axis.is_array() && axis.size() == 1) axis = axis[0];
       if (axis != -1 && axis != 3 && !(axis == 1 && input_rank_ == 1))
-        refuse("axis ", axis.dump(), " is not the channels' (-1)");
+        refuse("axis ", json_excerpt(axis), " is not the channels' (-1)");
       if (!c.value("center", true) || !c.value("scale", true))
         refuse("without center or scale is not supported");
       no("renorm");
@@ -164,7 +164,7 @@ class Reader {
           c.contains("negative_slope") ? c["negative_slope"].get<double>() : c.value("alpha", 0.3);
       node("activation", {{"function", "leaky_relu"}, {"alpha", alpha}});
     } else if (cls == "Softmax") {
-      if (c.value("axis", json(-1)) != -1) refuse("axis ", c["axis"].dump(), " is not -1");
+      if (c.value("axis", json(-1)) != -1) refuse("axis ", json_excerpt(c["axis"]), " is not -1");
       node("activation", {{"function", "softmax"}});
     } else if (cls == "Rescaling") {
       if (!c.at("scale").is_number() || !c.value("offset", json(0.0)).is_number())
@@ -175,7 +175,7 @@ class Reader {
     } else if (cls == "Concatenate") {
       const json axis = c.value("axis", json(-1));
       if (axis != -1 && axis != 3 && !(axis == 1 && input_rank_ == 1))
-        refuse("axis ", axis.dump(), " is not the channels' (-1)");
+        refuse("axis ", json_excerpt(axis), " is not the channels' (-1)");
       node("concat", json::object());
     } else {
       const json reg = l.value("registered_name", json());
@@ -202,7 +202,7 @@ class Reader {
   std::string activation(const json& c, const Refuse& refuse) {
     last_activation_params_ = json::object();
     const json a = c.value("activation", json("linear"));
-    if (!a.is_string()) refuse("activation ", a.dump(), " is not supported");
+    if (!a.is_string()) refuse("activation ", json_excerpt(a), " is not supported");
     const std::string f = a.get<std::string>();
     if (f == "linear" || f == "relu" || f == "sigmoid" || f == "tanh" || f == "softmax")
       return f;
@@ -234,7 +234,7 @@ class Reader {
       snake += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     }
     if (cls != expected && cls != snake)
-      refuse(key, " ", cls.empty() ? i.dump() : cls, " is not supported (", expected, " only)");
+      refuse(key, " ", cls.empty() ? json_excerpt(i) : cls, " is not supported (", expected, " only)");
   }
 
   template <typename Refuse>
@@ -268,12 +268,12 @@ class Reader {
 /// (None, H, W, C) or (None, D) as (C, H, W) or (D).
 Shape input_shape(const Reader& r, const json& batch_shape, const std::string& layer) {
   if (!batch_shape.is_array() || (batch_shape.size() != 4 && batch_shape.size() != 2))
-    r.fail(layer, ": InputLayer shape ", batch_shape.dump(),
+    r.fail(layer, ": InputLayer shape ", json_excerpt(batch_shape),
            " is neither (None, H, W, C) nor (None, D)");
   Shape s;
   for (std::size_t i = 1; i < batch_shape.size(); ++i) {
     if (!batch_shape[i].is_number_integer() || batch_shape[i].get<std::int64_t>() < 1)
-      r.fail(layer, ": InputLayer shape ", batch_shape.dump(),
+      r.fail(layer, ": InputLayer shape ", json_excerpt(batch_shape),
              " must give every size but the batch's");
     s.push_back(batch_shape[i].get<std::int64_t>());
   }
@@ -282,7 +282,8 @@ Shape input_shape(const Reader& r, const json& batch_shape, const std::string& l
 }
 
 /// The names a Keras 3 "args" value or a Keras 2 node list refers to, in order.
-void inbound_names(const json& v, std::vector<std::string>& out) {
+void inbound_names(const json& v, std::vector<std::string>& out, int depth = 0) {
+  if (depth > 8) return;  // Keras nests a node's tensors two or three deep; nothing deeper is one
   if (v.is_object()) {
     if (v.value("class_name", "") == "__keras_tensor__" && v.contains("config") &&
         v["config"].contains("keras_history")) {
@@ -297,7 +298,7 @@ void inbound_names(const json& v, std::vector<std::string>& out) {
     out.push_back(v[0].get<std::string>());
     return;
   }
-  for (const json& e : v) inbound_names(e, out);
+  for (const json& e : v) inbound_names(e, out, depth + 1);
 }
 
 /// The one layer a Functional model's input_layers or output_layers names.
@@ -339,7 +340,7 @@ Task task_of(const Reader& r, const json& top, const std::string& out_activation
     if (loss.contains("config") && loss["config"].is_object())
       from_logits = loss["config"].value("from_logits", false);
   } else {
-    r.fail("compile_config loss ", loss.dump(), " is not supported (one loss)");
+    r.fail("compile_config loss ", json_excerpt(loss), " is not supported (one loss)");
   }
   if (name == "sparse_categorical_crossentropy" || name == "categorical_crossentropy" ||
       name == "SparseCategoricalCrossentropy" || name == "CategoricalCrossentropy")
@@ -363,7 +364,7 @@ void optimizer_recipe(const Reader& r, const json& top, Recipe& recipe, bool& de
     const json v = c.value(key, json(fallback));
     if (v.is_null()) return fallback;
     if (!v.is_number())
-      r.fail("compile_config optimizer ", key, " ", v.dump(),
+      r.fail("compile_config optimizer ", key, " ", json_excerpt(v),
              " is not supported (a number; a schedule is set with --schedule)");
     return v.get<double>();
   };
@@ -438,9 +439,7 @@ std::vector<std::string> topological(const Reader& r, const std::string& output,
   return order;
 }
 
-}  // namespace
-
-ModelDescription read_keras_json(std::string_view text, const std::string& file) {
+ModelDescription read_keras(std::string_view text, const std::string& file) {
   json top = json::parse(text, nullptr, false);
   if (top.is_discarded() || !top.is_object())
     EPOCH_THROW(ConfigError, file, ": not valid JSON (a Keras model is model.to_json()'s text)");
@@ -591,6 +590,18 @@ ModelDescription read_keras_json(std::string_view text, const std::string& file)
     }
   }
   return d;
+}
+
+}  // namespace
+
+ModelDescription read_keras_json(std::string_view text, const std::string& file) {
+  try {
+    return read_keras(text, file);
+  } catch (const json::exception& e) {  // a value of the wrong kind where Keras writes another
+    std::string what = e.what();
+    if (what.size() > 120) what = what.substr(0, 117) + "...";
+    EPOCH_THROW(ConfigError, file, ": not a Keras model as Keras writes one (", what, ")");
+  }
 }
 
 ModelDescription read_keras_archive(std::string_view bytes, const std::string& file) {

@@ -65,6 +65,9 @@ struct ModelDescription {
 /// "task", "recipe": {key: value}, "channels_last", "layers": [{"name", "op", "inputs",
 /// ...attrs}]}.
 nlohmann::json description_to_json(const ModelDescription& d);
+/// A JSON value as a message shows it: its text, cut to 60 characters.
+std::string json_excerpt(const nlohmann::json& value);
+
 /// Reads epoch's format; ConfigError naming `file` and the key on a missing or bad field.
 ModelDescription description_from_json(const nlohmann::json& j, const std::string& file);
 

@@ -129,6 +129,46 @@ def autoencoder():
     return m
 
 
+def keras2(model_json):
+    """The same model as Keras 2 (tf.keras 2.x) writes it: batch_input_shape, inbound nodes as
+    lists of [layer, node, tensor, kwargs], dtypes as strings, no module or registered_name, and
+    no compile_config (Keras 2's to_json() leaves it out)."""
+    def strip(v):
+        if isinstance(v, dict):
+            if v.get("class_name") == "DTypePolicy":
+                return v["config"]["name"]
+            out = {k: strip(x) for k, x in v.items()
+                   if k not in ("module", "registered_name", "build_config", "compile_config")}
+            if "batch_shape" in out:
+                out["batch_input_shape"] = out.pop("batch_shape")
+            if "inbound_nodes" in out:
+                out["inbound_nodes"] = [[[t["config"]["keras_history"][0], 0, 0, {}]
+                                         for t in flat(node["args"])]
+                                        for node in v["inbound_nodes"]]
+            return out
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    def flat(args):
+        for a in args:
+            if isinstance(a, list):
+                yield from flat(a)
+            elif isinstance(a, dict) and a.get("class_name") == "__keras_tensor__":
+                yield a
+
+    j = strip(json.loads(model_json))
+    cfg = j["config"]
+    for key in ("input_layers", "output_layers"):
+        if key in cfg and cfg[key] and isinstance(cfg[key][0], str):
+            cfg[key] = [cfg[key]]
+    if j["class_name"] == "Functional":
+        j["class_name"] = "Model"
+    j["keras_version"] = "2.15.0"
+    j["backend"] = "tensorflow"
+    return json.dumps(j)
+
+
 def main():
     expected = {}
     for make in (catdog, catdog_changed, cifar10_keras, residual, odd_layers, autoencoder):
@@ -140,8 +180,19 @@ def main():
                           "output_shape": list(m.output_shape),
                           "layer_output_shapes": {l.name: list(l.output.shape)
                                                   for l in m.layers}}
+    # Keras 2's form of three of them (the same counts; the task from the output layer).
+    for make in (catdog, residual, odd_layers):
+        with open(os.path.join(HERE, make.__name__ + "_keras2.json"), "w") as f:
+            f.write(keras2(make().to_json()))
     # One model as a .keras archive (config.json beside the weights, uncompressed).
     residual().save(os.path.join(HERE, "residual.keras"))
+    # ... and its config.json alone, deflated, as a user's zip tool might write it.
+    import zipfile
+    with zipfile.ZipFile(os.path.join(HERE, "residual.keras")) as z:
+        config = z.read("config.json")
+    with zipfile.ZipFile(os.path.join(HERE, "residual_deflated.keras"), "w",
+                         compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("config.json", config)
     with open(os.path.join(HERE, "expected.json"), "w") as f:
         json.dump({"keras_version": keras.__version__, "models": expected}, f, indent=1)
         f.write("\n")

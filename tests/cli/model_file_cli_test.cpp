@@ -1,0 +1,72 @@
+// `epoch models --show FILE`, `epoch train --model FILE` and the run's checkpoint without the
+// file, through the binary: Keras's counts and shapes, one line for a bad file, and eval and
+// --resume of a run whose model file is gone (a new process: nothing but the checkpoint).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_testing.h"
+
+namespace epoch::testing {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(EPOCH_SOURCE_DIR) + "/tests/models/keras/" + name;
+}
+
+TEST(ModelFileCli, ShowGivesKerasCountAndOutputShape) {
+  TempDir dir;
+  std::ifstream in(fixture("expected.json"));
+  const nlohmann::json expected = nlohmann::json::parse(in)["models"];
+  for (const char* name : {"cifar10_keras", "residual"}) {
+    SCOPED_TRACE(name);
+    const CommandResult r = run_epoch("models --show " + fixture(std::string(name) + ".json") +
+                                          " --json", dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["parameters"], expected[name]["count_params"]);
+    EXPECT_EQ(j["output_shape"], expected[name]["output_shape"]);
+    EXPECT_EQ(j["format"], "keras 3");
+    EXPECT_EQ(j["sha256"].get<std::string>().size(), 64u);
+  }
+  const CommandResult text = run_epoch("models --show " + fixture("residual.keras"), dir);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Total params: 5,461"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(None, 8, 8, 24)"), std::string::npos) << text.out;  // channels last
+  std::ofstream(dir / "bad.json") << R"({"class_name": "Sequential", "config": {"layers": [
+      {"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [null, 8, 8, 3]}},
+      {"class_name": "Conv2D", "config": {"name": "conv3", "filters": 4, "kernel_size": 3,
+       "data_format": "channels_first"}}]}})";
+  expect_one_line_error(run_epoch("models --show " + (dir / "bad.json"), dir), 1,
+                        "bad.json: conv3: Conv2D data_format channels_first is not supported");
+  expect_one_line_error(run_epoch("train --model " + (dir / "bad.json") + " --data synthetic --out " +
+                                      (dir / "r"),
+                                  dir),
+                        1, "conv3: Conv2D data_format channels_first is not supported");
+  EXPECT_FALSE(std::filesystem::exists(dir / "r"));
+  expect_one_line_error(run_epoch("models --show " + (dir / "missing.json"), dir), 1,
+                        "missing.json: cannot open the model file");
+}
+
+TEST(ModelFileCli, ARunNeedsOnlyItsCheckpoint) {
+  TempDir dir;
+  std::filesystem::copy_file(fixture("catdog.json"), dir / "net.json");
+  const CommandResult t = run_epoch("train --model " + (dir / "net.json") +
+                                        " --data synthetic --synthetic-count 128 --epochs 1 "
+                                        "--quiet --out " + (dir / "run"),
+                                    dir);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  std::filesystem::remove(dir / "net.json");
+  const CommandResult e = run_epoch(
+      "eval " + (dir / "run/checkpoints/last.safetensors") + " --data synthetic --json", dir);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const CommandResult r = run_epoch("train --resume " + (dir / "run") + " --epochs 2 --quiet", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream config(dir / "run/config.json");
+  EXPECT_EQ(nlohmann::json::parse(config)["model_sha256"].get<std::string>().size(), 64u);
+}
+
+}  // namespace
+}  // namespace epoch::testing

@@ -1,0 +1,67 @@
+// The layers model files bring (ZeroPad2d, GlobalMaxPool2d, Rescale, Identity, leaky ReLU and a
+// hard sigmoid of any slope): each against values worked by hand and its numerical gradient.
+#include <gtest/gtest.h>
+
+#include "epoch/autograd/autograd.h"
+#include "epoch/autograd/functions.h"
+#include "epoch/nn/layers.h"
+#include "testing/testing.h"
+
+namespace epoch::nn {
+namespace {
+
+std::vector<float> values(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return {c.f32(), c.f32() + c.numel()};
+}
+
+TEST(FileLayers, ZeroPadPutsZerosOnEachSide) {
+  ZeroPad2d pad(1, 2, 0, 1);
+  const Tensor x = Tensor::from_vector({1, 1, 2, 2}, {1, 2, 3, 4});
+  const Tensor y = pad.forward(x);
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 5, 3}));
+  EXPECT_EQ(values(y), (std::vector<float>{0, 0, 0, 1, 2, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(pad.output_shape({3, 2, 2}), (Shape{3, 5, 3}));
+  Tensor a = testing::random_tensor({2, 3, 4, 3}, 1).set_requires_grad(true);
+  EXPECT_TRUE(testing::gradcheck([&](const std::vector<Tensor>& in) { return pad.forward(in[0]); },
+                                 {a}));
+}
+
+TEST(FileLayers, GlobalMaxPoolTakesEachChannelsMaximum) {
+  GlobalMaxPool2d pool;
+  const Tensor x = Tensor::from_vector({1, 2, 2, 2}, {1, 5, -2, 3, -1, -4, -3, -2});
+  EXPECT_EQ(values(pool.forward(x)), (std::vector<float>{5, -1}));
+  EXPECT_EQ(pool.output_shape({7, 3, 4}), (Shape{7}));
+  Tensor a = testing::random_tensor({2, 3, 3, 4}, 2).set_requires_grad(true);  // distinct values
+  EXPECT_TRUE(testing::gradcheck(
+      [&](const std::vector<Tensor>& in) { return pool.forward(in[0]); }, {a}));
+}
+
+TEST(FileLayers, ActivationsOfKerasFiles) {
+  const Tensor x = Tensor::from_vector({1, 4}, {-4, -1, 0.5f, 4});
+  EXPECT_EQ(values(Act::leaky_relu(0.1f)->forward(x)),
+            (std::vector<float>{-0.4f, -0.1f, 0.5f, 4.0f}));
+  // Keras 3's hard_sigmoid: relu6(x + 3) / 6.
+  const std::vector<float> hs = values(Act::hard_sigmoid(1.0f / 6.0f, 0.5f)->forward(x));
+  EXPECT_FLOAT_EQ(hs[0], 0.0f);
+  EXPECT_FLOAT_EQ(hs[1], 2.0f / 6.0f);
+  EXPECT_FLOAT_EQ(hs[2], 3.5f / 6.0f);
+  EXPECT_FLOAT_EQ(hs[3], 1.0f);
+  EXPECT_EQ(values(Act(Activation::linear).forward(x)), values(x));
+  EXPECT_EQ(values(Rescale(0.5f, 1.0f).forward(x)), (std::vector<float>{-1, 0.5f, 1.25f, 3}));
+  EXPECT_EQ(values(Identity("Rescaling").forward(x)), values(x));
+  Tensor a = testing::random_away_from_zero({3, 5}, 3).set_requires_grad(true);
+  EXPECT_TRUE(testing::gradcheck(
+      [](const std::vector<Tensor>& in) { return Act::leaky_relu(0.2f)->forward(in[0]); }, {a}));
+  EXPECT_TRUE(testing::gradcheck(
+      [](const std::vector<Tensor>& in) { return Rescale(-2.0f, 0.5f).forward(in[0]); }, {a}));
+  Tensor b = testing::random_tensor({3, 5}, 4, -2.5f, 2.5f).set_requires_grad(true);
+  EXPECT_TRUE(testing::gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return Act::hard_sigmoid(1.0f / 6.0f, 0.5f)->forward(in[0]);
+      },
+      {b}));
+}
+
+}  // namespace
+}  // namespace epoch::nn
