@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -153,6 +154,68 @@ class LayerReader {
   const LayerNode& n_;
 };
 
+/// A parameter's initializer as epoch's format writes it (description.h); null when absent.
+std::optional<nn::ParamInit> param_init(const LayerReader& r, const char* key) {
+  const LayerNode& n = r.node();
+  if (!n.attrs.contains(key)) return std::nullopt;
+  const nlohmann::json& v = n.attrs[key];
+  if (!v.is_object() || !v.contains("kind") || !v["kind"].is_string())
+    r.fail(key, " must be an object with a \"kind\", not ", json_excerpt(v));
+  const auto number = [&](const char* field, double fallback) {
+    if (!v.contains(field)) return fallback;
+    if (!v[field].is_number() || !std::isfinite(v[field].get<double>()))
+      r.fail(key, " ", field, " must be a finite number, not ", json_excerpt(v[field]));
+    return v[field].get<double>();
+  };
+  const auto word = [&](const char* field, const char* fallback) {
+    if (!v.contains(field)) return std::string(fallback);
+    if (!v[field].is_string()) r.fail(key, " ", field, " must be a string");
+    return v[field].get<std::string>();
+  };
+  nn::ParamInit init;
+  const std::string kind = v["kind"].get<std::string>();
+  if (kind == "constant") {
+    init.kind = nn::ParamInit::Kind::constant;
+    init.value = number("value", 0.0);
+  } else if (kind == "uniform") {
+    init.kind = nn::ParamInit::Kind::uniform;
+    init.lo = number("lo", -0.05);
+    init.hi = number("hi", 0.05);
+    if (!(init.lo <= init.hi)) r.fail(key, " lo must not exceed hi");
+  } else if (kind == "normal" || kind == "truncated_normal") {
+    init.kind = kind == "normal" ? nn::ParamInit::Kind::normal
+                                 : nn::ParamInit::Kind::truncated_normal;
+    init.mean = number("mean", 0.0);
+    init.std = number("std", 0.05);
+    if (init.std < 0) r.fail(key, " std must not be negative");
+  } else if (kind == "variance_scaling") {
+    init.kind = nn::ParamInit::Kind::variance_scaling;
+    init.scale = number("scale", 1.0);
+    if (!(init.scale > 0)) r.fail(key, " scale must be positive");
+    const std::string fan = word("fan", "in"), dist = word("distribution", "truncated_normal");
+    if (fan == "in") init.fan = nn::ParamInit::Fan::in;
+    else if (fan == "out") init.fan = nn::ParamInit::Fan::out;
+    else if (fan == "average") init.fan = nn::ParamInit::Fan::average;
+    else r.fail(key, " fan '", fan, "' is not in, out or average");
+    if (dist == "uniform") init.distribution = nn::ParamInit::Distribution::uniform;
+    else if (dist == "normal") init.distribution = nn::ParamInit::Distribution::normal;
+    else if (dist == "truncated_normal") init.distribution = nn::ParamInit::Distribution::truncated_normal;
+    else r.fail(key, " distribution '", dist, "' is not uniform, normal or truncated_normal");
+  } else {
+    r.fail(key, " kind '", kind, "' is not constant, uniform, normal, truncated_normal or variance_scaling");
+  }
+  return init;
+}
+
+/// Sets a weight's and bias's initializers on a layer's module where the node gives them.
+void apply_inits(const LayerReader& r, nn::Module& m, bool bias) {
+  if (auto w = param_init(r, "weight_init")) m.set_param_init("weight", *w);
+  if (auto b = param_init(r, "bias_init")) {
+    if (!bias) r.fail("has bias_init but no bias");
+    m.set_param_init("bias", *b);
+  }
+}
+
 std::string shape_text(const Shape& s) {
   std::string out = "(";
   for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -220,7 +283,7 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
   const Shape& in = ins[0];
   if (op == "conv2d") {
     r.expect_only({"filters", "kernel", "strides", "dilation", "groups", "padding", "bias",
-                   "activation", "alpha", "slope", "offset"});
+                   "activation", "alpha", "slope", "offset", "weight_init", "bias_init"});
     expect_image(r, in);
     const std::int64_t filters = r.integer("filters", -1, 1, kMaxWidth);
     const Pair k = r.pair("kernel", {-1, -1}, 1, kMaxSize);
@@ -249,14 +312,21 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
       if (x[1 + i] + 2 * (i == 0 ? p.pad_h : p.pad_w) < (k[i] - 1) * dil[i] + 1)
         r.fail("kernel ", k[0], "x", k[1], " does not fit its input ", shape_text(in));
     spend(filters, in[0] / groups * k[0] * k[1], filters);
-    link("", std::make_shared<nn::Conv2d>(in[0], filters, k[0], k[1], p, r.flag("bias", true)));
+    const bool bias = r.flag("bias", true);
+    auto conv = std::make_shared<nn::Conv2d>(in[0], filters, k[0], k[1], p, bias);
+    apply_inits(r, *conv, bias);
+    link("", conv);
     activation(r.word("activation", "linear"));
   } else if (op == "dense") {
-    r.expect_only({"units", "bias", "activation", "alpha", "slope", "offset"});
+    r.expect_only({"units", "bias", "activation", "alpha", "slope", "offset", "weight_init",
+                   "bias_init"});
     if (in.size() != 1) r.fail("takes vectors (D): flatten ", shape_text(in), " first");
     const std::int64_t units = r.integer("units", -1, 1, kMaxWidth);
     spend(units, in[0], units);
-    link("", std::make_shared<nn::Linear>(in[0], units, r.flag("bias", true)));
+    const bool bias = r.flag("bias", true);
+    auto dense = std::make_shared<nn::Linear>(in[0], units, bias);
+    apply_inits(r, *dense, bias);
+    link("", dense);
     activation(r.word("activation", "linear"));
   } else if (op == "max_pool" || op == "avg_pool") {
     r.expect_only({"size", "strides", "padding", "ceil"});

@@ -66,9 +66,12 @@ class Reader {
       if (c.contains(key) && !c[key].is_null() && c[key] != false)
         refuse(key, " ", json_excerpt(c[key]), " is not supported");
     };
+    json inits = json::object();  // a conv2d's or dense's weight_init and bias_init
     const auto weights = [&](const char* kernel_key) {
-      initializer(c, kernel_key, "GlorotUniform", refuse);
-      initializer(c, "bias_initializer", "Zeros", refuse);
+      if (json w = initializer(c, kernel_key, "GlorotUniform", refuse); !w.is_null())
+        inits["weight_init"] = w;
+      if (json b = initializer(c, "bias_initializer", "Zeros", refuse); !b.is_null())
+        inits["bias_init"] = b;
       regularizer(c, "kernel_regularizer", name + ".weight", refuse);
       regularizer(c, "bias_regularizer", name + ".bias", refuse);
       no("activity_regularizer");
@@ -90,6 +93,8 @@ class Reader {
                       {"bias", c.value("use_bias", true)},
                       {"activation", act}};
       attrs.update(last_activation_params_);
+      if (!c.value("use_bias", true)) inits.erase("bias_init");  // Keras ignores it then
+      attrs.update(inits);
       node("conv2d", attrs);
     } else if (cls == "Dense") {
       weights("kernel_initializer");
@@ -97,6 +102,8 @@ class Reader {
       const std::string act = activation(c, refuse);
       json attrs = {{"units", c.at("units")}, {"bias", c.value("use_bias", true)}, {"activation", act}};
       attrs.update(last_activation_params_);
+      if (!c.value("use_bias", true)) inits.erase("bias_init");
+      attrs.update(inits);
       node("dense", attrs);
     } else if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
       channels_last();
@@ -222,19 +229,61 @@ class Reader {
     for (const auto& [k, v] : last_activation_params_.items()) a[k] = v;
   }
 
+  /// A Keras initializer: the description's weight_init or bias_init (nothing for epoch's own
+  /// defaults, Glorot-uniform weights and zero biases); BatchNormalization's (`expected`)
+  /// must be Keras's defaults.
   template <typename Refuse>
-  void initializer(const json& c, const char* key, const char* expected, const Refuse& refuse) {
-    if (!c.contains(key) || c[key].is_null()) return;
+  json initializer(const json& c, const char* key, const char* expected, const Refuse& refuse) {
+    if (!c.contains(key) || c[key].is_null()) return json();
     const json& i = c[key];
     std::string cls = i.is_string() ? i.get<std::string>() : i.value("class_name", "");
-    // Keras 2 also writes snake_case names.
-    std::string snake;
-    for (char ch : std::string(expected)) {
-      if (std::isupper(static_cast<unsigned char>(ch)) && !snake.empty()) snake += '_';
-      snake += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const json& ic = i.is_object() && i.contains("config") && i["config"].is_object()
+                         ? i["config"]
+                         : empty_;
+    std::string plain;  // "GlorotUniform" and Keras 2's "glorot_uniform" alike
+    for (char ch : cls)
+      if (ch != '_') plain += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::string want;
+    for (char ch : std::string(expected))
+      want += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (plain == want) return json();
+    const bool weights = std::string(key) == "kernel_initializer";
+    if (!weights && std::string(key) != "bias_initializer")
+      refuse(key, " ", cls, " is not supported (", expected, " only)");
+    const auto scaling = [](double scale, const char* fan, const char* dist) {
+      return json{{"kind", "variance_scaling"}, {"scale", scale}, {"fan", fan}, {"distribution", dist}};
+    };
+    if (plain == "glorotuniform") return scaling(1.0, "average", "uniform");
+    if (plain == "glorotnormal") return scaling(1.0, "average", "truncated_normal");
+    if (plain == "henormal") return scaling(2.0, "in", "truncated_normal");
+    if (plain == "heuniform") return scaling(2.0, "in", "uniform");
+    if (plain == "lecunnormal") return scaling(1.0, "in", "truncated_normal");
+    if (plain == "lecununiform") return scaling(1.0, "in", "uniform");
+    if (plain == "variancescaling") {
+      const std::string mode = ic.value("mode", "fan_in");
+      std::string dist = ic.value("distribution", "truncated_normal");
+      if (dist == "untruncated_normal") dist = "normal";
+      if (mode != "fan_in" && mode != "fan_out" && mode != "fan_avg")
+        refuse(key, " VarianceScaling mode ", mode, " is not supported");
+      if (dist != "uniform" && dist != "normal" && dist != "truncated_normal")
+        refuse(key, " VarianceScaling distribution ", dist, " is not supported");
+      return json{{"kind", "variance_scaling"},
+                  {"scale", ic.value("scale", 1.0)},
+                  {"fan", mode == "fan_in" ? "in" : mode == "fan_out" ? "out" : "average"},
+                  {"distribution", dist}};
     }
-    if (cls != expected && cls != snake)
-      refuse(key, " ", cls.empty() ? json_excerpt(i) : cls, " is not supported (", expected, " only)");
+    if (plain == "zeros") return json{{"kind", "constant"}, {"value", 0.0}};
+    if (plain == "ones") return json{{"kind", "constant"}, {"value", 1.0}};
+    if (plain == "constant") return json{{"kind", "constant"}, {"value", ic.value("value", 0.0)}};
+    if (plain == "randomnormal")
+      return json{{"kind", "normal"}, {"mean", ic.value("mean", 0.0)}, {"std", ic.value("stddev", 0.05)}};
+    if (plain == "truncatednormal")
+      return json{{"kind", "truncated_normal"},
+                  {"mean", ic.value("mean", 0.0)},
+                  {"std", ic.value("stddev", 0.05)}};
+    if (plain == "randomuniform")
+      return json{{"kind", "uniform"}, {"lo", ic.value("minval", -0.05)}, {"hi", ic.value("maxval", 0.05)}};
+    refuse(key, " ", cls.empty() ? json_excerpt(i) : cls, " is not supported");
   }
 
   template <typename Refuse>

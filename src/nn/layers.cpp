@@ -413,10 +413,103 @@ std::string Lrn::describe() const {
   return os.str();
 }
 
+namespace {
+
+/// Fills `p` (a parameter of `shape`, `name`) as `init` says, from the parameter's stream.
+void fill(float* p, const Shape& shape, const std::string& name, const ParamInit& init,
+          std::uint64_t seed) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  RandomStream rng(seed, hash_name(name));
+  const auto truncated = [&rng](double mean, double std) {  // within 2 std of the mean
+    for (;;) {
+      const double z = rng.normal();
+      if (z >= -2.0 && z <= 2.0) return static_cast<float>(mean + std * z);
+    }
+  };
+  switch (init.kind) {
+    case ParamInit::Kind::constant:
+      std::fill_n(p, n, static_cast<float>(init.value));
+      return;
+    case ParamInit::Kind::uniform:
+      for (std::int64_t i = 0; i < n; ++i)
+        p[i] = rng.uniform(static_cast<float>(init.lo), static_cast<float>(init.hi));
+      return;
+    case ParamInit::Kind::normal:
+      for (std::int64_t i = 0; i < n; ++i)
+        p[i] = static_cast<float>(init.mean + init.std * rng.normal());
+      return;
+    case ParamInit::Kind::truncated_normal:
+      for (std::int64_t i = 0; i < n; ++i) p[i] = truncated(init.mean, init.std);
+      return;
+    case ParamInit::Kind::variance_scaling: {
+      // (OUT, IN, KH, KW) or (OUT, IN): fans as Keras and Caffe count them.
+      const std::int64_t receptive = shape.size() >= 2 ? n / (shape[0] * shape[1]) : 1;
+      const double fan_in = static_cast<double>(shape.size() >= 2 ? shape[1] * receptive : n);
+      const double fan_out = static_cast<double>(shape[0] * receptive);
+      const double fan = init.fan == ParamInit::Fan::in    ? fan_in
+                         : init.fan == ParamInit::Fan::out ? fan_out
+                                                           : (fan_in + fan_out) / 2.0;
+      const double variance = init.scale / std::max(fan, 1.0);
+      if (init.distribution == ParamInit::Distribution::uniform) {
+        const float limit = static_cast<float>(std::sqrt(3.0 * variance));
+        for (std::int64_t i = 0; i < n; ++i) p[i] = rng.uniform(-limit, limit);
+      } else if (init.distribution == ParamInit::Distribution::normal) {
+        const double std = std::sqrt(variance);
+        for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(std * rng.normal());
+      } else {
+        const double std = std::sqrt(variance) / 0.87962566103423978;
+        for (std::int64_t i = 0; i < n; ++i) p[i] = truncated(0.0, std);
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string describe(const ParamInit& init) {
+  std::ostringstream os;
+  switch (init.kind) {
+    case ParamInit::Kind::constant:
+      os << "constant " << init.value;
+      break;
+    case ParamInit::Kind::uniform:
+      os << "uniform [" << init.lo << ", " << init.hi << ")";
+      break;
+    case ParamInit::Kind::normal:
+      os << "normal (mean " << init.mean << ", std " << init.std << ")";
+      break;
+    case ParamInit::Kind::truncated_normal:
+      os << "truncated normal (mean " << init.mean << ", std " << init.std << ")";
+      break;
+    case ParamInit::Kind::variance_scaling:
+      os << "variance scaling " << init.scale << " (fan "
+         << (init.fan == ParamInit::Fan::in ? "in" : init.fan == ParamInit::Fan::out ? "out" : "average")
+         << ", "
+         << (init.distribution == ParamInit::Distribution::uniform  ? "uniform"
+             : init.distribution == ParamInit::Distribution::normal ? "normal"
+                                                                    : "truncated normal")
+         << ")";
+      break;
+  }
+  return os.str();
+}
+
 void initialize(Module& module, std::uint64_t seed) {
+  const std::vector<std::pair<std::string, ParamInit>> inits = module.param_inits();
   for (auto& [name, t] : module.parameters()) {
     Tensor host = Tensor::empty(t.shape());
     float* p = host.f32();
+    const ParamInit* own = nullptr;
+    for (const auto& [path, init] : inits)
+      if (path == name) own = &init;
+    if (own != nullptr) {
+      fill(p, t.shape(), name, *own, seed);
+      Tensor target = t;
+      target.copy_from(host);
+      continue;
+    }
     const std::string& path = name;  // (clang 14 cannot capture a structured binding)
     const auto ends_with = [&path](std::string_view end) {
       return path.size() >= end.size() &&

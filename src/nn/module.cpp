@@ -40,6 +40,20 @@ void Module::collect(const std::string& prefix, bool params, NamedTensors& out) 
   for (const auto& [name, child] : children_) child->collect(join(prefix, name), params, out);
 }
 
+void Module::set_param_init(const std::string& name, const ParamInit& init) {
+  bool found = false;
+  for (const auto& [own, t] : params_) found = found || own == name;
+  EPOCH_CHECK(found, "no parameter '", name, "' to initialize in ", describe());
+  inits_.emplace_back(name, init);
+}
+
+std::vector<std::pair<std::string, ParamInit>> Module::param_inits() const {
+  std::vector<std::pair<std::string, ParamInit>> out = inits_;
+  for (const auto& [name, child] : children_)
+    for (auto& [path, init] : child->param_inits()) out.emplace_back(join(name, path), init);
+  return out;
+}
+
 NamedTensors Module::parameters() const {
   NamedTensors out;
   collect("", true, out);

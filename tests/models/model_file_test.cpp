@@ -5,6 +5,7 @@
 // line each.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -14,6 +15,7 @@
 #include "epoch/models/keras_reader.h"
 #include "epoch/models/model_file.h"
 #include "epoch/models/summary.h"
+#include "epoch/nn/layers.h"
 #include "epoch/tensor/error.h"
 
 namespace epoch::models {
@@ -116,6 +118,52 @@ TEST(ModelFile, KerasSemanticsReachTheDescription) {
   EXPECT_EQ(k3.task, Task::classification);  // from_logits=True: a linear output
 }
 
+TEST(ModelFile, KerasInitializersDrawAsKerasDoes) {
+  // HeNormal: a normal of std sqrt(2 / fan_in) truncated at 2 std; RandomUniform; Constant.
+  const json model = {
+      {"class_name", "Sequential"},
+      {"config",
+       {{"layers",
+         {{{"class_name", "InputLayer"}, {"config", {{"name", "in"}, {"batch_shape", {nullptr, 400}}}}},
+          {{"class_name", "Dense"},
+           {"config",
+            {{"name", "he"},
+             {"units", 500},
+             {"kernel_initializer", {{"class_name", "HeNormal"}, {"config", json::object()}}},
+             {"bias_initializer", {{"class_name", "Constant"}, {"config", {{"value", 0.25}}}}}}}},
+          {{"class_name", "Dense"},
+           {"config",
+            {{"name", "out"},
+             {"units", 3},
+             {"activation", "softmax"},
+             {"kernel_initializer",
+              {{"class_name", "RandomUniform"}, {"config", {{"minval", 0.5}, {"maxval", 0.75}}}}}}}}}}}}};
+  const std::shared_ptr<Model> m = build_described(read_keras_json(model.dump(), "init.json"));
+  nn::initialize(*m, 11);
+  for (const auto& [name, t] : m->parameters()) {
+    const std::vector<float> v = t.to_vector();
+    double sum = 0, squares = 0, lo = 1e9, hi = -1e9;
+    for (float x : v) {
+      sum += x;
+      squares += static_cast<double>(x) * x;
+      lo = std::min<double>(lo, x);
+      hi = std::max<double>(hi, x);
+    }
+    const double mean = sum / v.size(), std = std::sqrt(squares / v.size() - mean * mean);
+    if (name == "he.weight") {
+      const double want = std::sqrt(2.0 / 400);  // Keras: the truncated normal keeps this std
+      EXPECT_NEAR(std, want, 0.02 * want);
+      EXPECT_LE(hi, 2.0 * want / 0.87962566103423978 + 1e-6);
+    } else if (name == "he.bias") {
+      EXPECT_EQ(lo, 0.25);
+      EXPECT_EQ(hi, 0.25);
+    } else if (name == "out.weight") {
+      EXPECT_GE(lo, 0.5);
+      EXPECT_LT(hi, 0.75);
+    }
+  }
+}
+
 TEST(ModelFile, EpochsOwnFormatReadsBackToTheSameModel) {
   const std::string dir = ::testing::TempDir() + "/epoch_model_file_roundtrip";
   std::filesystem::create_directories(dir);
@@ -201,8 +249,9 @@ TEST(ModelFile, HostileAndUnsupportedFilesAreRefusedInOneLine) {
                  "lstm: LSTM is not a layer epoch supports");
   json gelu = layer("Dense", {{"name", "g"}, {"units", 4}, {"activation", "gelu"}});
   expect_refused(sequential({flat, gelu, dense}).dump(), "g: Dense activation gelu is not supported");
-  json he = layer("Dense", {{"name", "h"}, {"units", 4}, {"kernel_initializer", {{"class_name", "HeNormal"}}}});
-  expect_refused(sequential({flat, he, dense}).dump(), "h: Dense kernel_initializer HeNormal");
+  json orth = layer("Dense", {{"name", "h"}, {"units", 4}, {"kernel_initializer", {{"class_name", "Orthogonal"}}}});
+  expect_refused(sequential({flat, orth, dense}).dump(),
+                 "h: Dense kernel_initializer Orthogonal is not supported");
   // Truncated files.
   const std::string good = read_text(keras_dir() + "residual.json");
   for (std::size_t keep : {std::size_t{0}, std::size_t{1}, good.size() / 3, good.size() - 1})

@@ -36,8 +36,12 @@ namespace epoch::models {
 ///               (the run's rescale), not again by the model
 ///   lrn         size*, alpha*, beta*, k (1): across channels, alpha divided by size (Caffe's)
 ///   add, concat two or more inputs of one shape (concat: along the channels)
-/// Any layer with weights may also carry weight_decay (per-parameter L2 as weight decay on its
-/// weight) and source (the class the file named, for messages: "Conv2D").
+/// conv2d and dense may carry weight_init and bias_init (nn::ParamInit, else nn::initialize's
+/// rule: Glorot-uniform weights, zero biases): {"kind": "constant", "value"} | {"kind":
+/// "uniform", "lo", "hi"} | {"kind": "normal" or "truncated_normal", "mean", "std"} |
+/// {"kind": "variance_scaling", "scale", "fan": "in" | "out" | "average", "distribution":
+/// "uniform" | "normal" | "truncated_normal"}. Any layer may carry source (the class the file
+/// named, for messages: "Conv2D").
 struct LayerNode {
   std::string name;                 // unique; parameters are named name.weight, name.bias
   std::string op;
@@ -59,6 +63,9 @@ struct ModelDescription {
   /// Whether the source writes shapes channels-last (Keras): `models --show` prints them so.
   bool channels_last = false;
   std::vector<LayerNode> layers;  // in order: each input before its use; the last is the output
+  /// What the reader ignored and says so (Intel-Caffe's fields epoch does not know, say): one
+  /// warning each, printed when the file is read.
+  std::vector<std::string> warnings;
 };
 
 /// epoch's own format: {"format": "epoch-model", "version": 1, "name", "summary", "input",

@@ -218,7 +218,8 @@ class Lrn : public Module {
 
 /// Deterministic initialization of every parameter from (seed, parameter path): weights
 /// Glorot-uniform (fan-in/out from the shape), biases and peepholes (names ending in "bias" and
-/// "_peephole") zero, 1-D scales (batch-norm gamma) one.
+/// "_peephole") zero, 1-D scales (batch-norm gamma) one; a parameter given its own initializer
+/// (Module::set_param_init) starts as that says.
 void initialize(Module& module, std::uint64_t seed);
 /// Moves every parameter element one ulp up or down (a draw per element from `seed` and the
 /// parameter's name), zeros included: a perturbation as small as a rounding.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "epoch/nn/init.h"
 #include "epoch/tensor/tensor.h"
 
 namespace epoch::nn {
@@ -106,6 +107,12 @@ class Module {
     return children_;
   }
 
+  /// How one of this module's own parameters ("weight") starts, in place of nn::initialize's
+  /// rule (a model file's initializer).
+  void set_param_init(const std::string& name, const ParamInit& init);
+  /// Every parameter's own initializer, by path, this module's and its children's.
+  std::vector<std::pair<std::string, ParamInit>> param_inits() const;
+
   /// Sets this module's own parameters where nn::initialize's rule by name does not fit (a
   /// recurrent cell's forget-gate bias, say); nn::initialize calls it last, on every module.
   /// Nothing by default.
@@ -127,6 +134,7 @@ class Module {
   std::vector<std::pair<std::string, Tensor*>> params_;
   std::vector<std::pair<std::string, Tensor*>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::pair<std::string, ParamInit>> inits_;
   bool training_ = true;
 };
 
