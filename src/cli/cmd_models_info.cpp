@@ -13,6 +13,8 @@
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/storage.h"
+#include "epoch/train/recipe.h"
+#include "epoch/train/train_config.h"
 
 namespace epoch::cli {
 namespace {
@@ -161,12 +163,18 @@ int run_info(bool json) {
 void add_models_command(CLI::App& app, int& exit_code) {
   auto json = std::make_shared<bool>(false);
   auto show = std::make_shared<std::string>();
+  auto files = std::make_shared<train::TrainConfig>();  // --input-shape, --solver
   CLI::App* cmd = app.add_subcommand("models", "List the model zoo, or show one model's layers");
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->add_option("--show", *show,
                   "A model's layer table, as Keras's model.summary(): each layer's name, type, "
-                  "output shape and parameters, the totals and FLOPs per sample");
-  cmd->callback([json, show, &exit_code] {
+                  "output shape and parameters, the totals and FLOPs per sample (a zoo name or "
+                  "a model file: Keras .json or .keras, Caffe .prototxt, epoch's .json)");
+  cmd->add_option("--input-shape", files->run.input_shape,
+                  "A Caffe net's input as C,H,W, where its Data layer gives no shape");
+  cmd->add_option("--solver", files->run.solver, "A Caffe solver.prototxt (its recipe)");
+  cmd->callback([json, show, files, &exit_code] {
+    train::use_model_file_options(*files);
     exit_code = show->empty() ? run_models(*json) : run_show(*show, *json);
   });
 }

@@ -126,6 +126,7 @@ train::TrainConfig resumed_config(const TrainOptions& o) {
 }
 
 int run_train(TrainOptions& o) {
+  train::use_model_file_options(o.flags.config);  // before the model file is first read
   train::TrainConfig c = o.resume_dir.empty()
                              ? config_from_flags(o, train::recipe_for(o.flags.config.run.model))
                              : resumed_config(o);

@@ -154,6 +154,18 @@ class LayerReader {
   const LayerNode& n_;
 };
 
+/// Caffe's BatchNorm (with the Scale after it): a batch norm that also keeps Caffe's third blob,
+/// the moving average's scale factor (one number, kept at 1: epoch's running statistics are
+/// already averages), so parameter counts are Caffe's.
+class CaffeBatchNorm : public nn::BatchNorm {
+ public:
+  CaffeBatchNorm(std::int64_t channels, float momentum, float eps)
+      : nn::BatchNorm(channels, momentum, eps), factor(Tensor::full({1}, 1.0f)) {
+    register_buffer("factor", &factor);
+  }
+  Tensor factor;
+};
+
 /// A parameter's initializer as epoch's format writes it (description.h); null when absent.
 std::optional<nn::ParamInit> param_init(const LayerReader& r, const char* key) {
   const LayerNode& n = r.node();
@@ -397,12 +409,15 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     else
       link("", std::make_shared<nn::Dropout>(rate));
   } else if (op == "batch_norm") {
-    r.expect_only({"momentum", "epsilon"});
+    r.expect_only({"momentum", "epsilon", "caffe_factor"});
     const float momentum = r.number("momentum", 0.1, 1e-9, 1.0);
     const float eps = r.number("epsilon", 1e-5, 1e-12, 1.0);
     if (in.size() != 1 && in.size() != 3) r.fail("takes (C, H, W) or (D), not ", shape_text(in));
     spend(in[0], 4, 0);
-    link("", std::make_shared<nn::BatchNorm>(in[0], momentum, eps));
+    if (r.flag("caffe_factor", false))
+      link("", std::make_shared<CaffeBatchNorm>(in[0], momentum, eps));
+    else
+      link("", std::make_shared<nn::BatchNorm>(in[0], momentum, eps));
   } else if (op == "activation") {
     r.expect_only({"function", "alpha", "slope", "offset"});
     const std::string f = r.word("function", "");

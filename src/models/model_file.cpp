@@ -2,12 +2,14 @@
 // registered entry is never freed, so the references find_model hands out stay valid.
 #include "epoch/models/model_file.h"
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <vector>
 
+#include "epoch/models/caffe_reader.h"
 #include "epoch/models/graph_model.h"
 #include "epoch/models/keras_reader.h"
 #include "epoch/tensor/error.h"
@@ -36,10 +38,17 @@ std::string read_bytes(const std::string& path) {
   return bytes;
 }
 
-ModelDescription describe_bytes(const std::string& bytes, const std::string& path) {
+ModelDescription describe_bytes(const std::string& bytes, const std::string& path,
+                                const ModelFileOptions& options) {
   if (bytes.rfind("PK\x03\x04", 0) == 0) return read_keras_archive(bytes, path);
-  if (ends_with(path, ".prototxt"))
-    EPOCH_THROW(ConfigError, path, ": Caffe prototxt files are not read by this epoch yet");
+  if (ends_with(path, ".prototxt")) {
+    CaffeOptions caffe;
+    caffe.input_shape = options.input_shape;
+    if (!options.input_shape.empty()) caffe.channels = options.input_shape[0];
+    ModelDescription d = read_caffe_net(bytes, path, caffe);
+    if (!options.solver.empty()) read_caffe_solver(read_bytes(options.solver), options.solver, d.recipe, d.warnings);
+    return d;
+  }
   const nlohmann::json j = nlohmann::json::parse(bytes, nullptr, false);
   if (j.is_discarded())
     EPOCH_THROW(ConfigError, path, ": not valid JSON, nor a .keras archive");
@@ -53,6 +62,7 @@ ModelDescription describe_bytes(const std::string& bytes, const std::string& pat
 
 struct Registry {
   std::mutex mutex;
+  ModelFileOptions options;
   std::map<std::string, const RegisteredModel*> by_name;
   std::vector<std::unique_ptr<RegisteredModel>> all;
 };
@@ -64,16 +74,29 @@ Registry& registry() {
 
 }  // namespace
 
+bool is_caffe(const std::string& name) {
+  return ends_with(name, ".prototxt");
+}
+
 bool is_model_file(const std::string& name) {
   return name.find('/') != std::string::npos || ends_with(name, ".json") ||
          ends_with(name, ".keras") || ends_with(name, ".prototxt");
 }
 
-ModelDescription read_model_file(const std::string& path) {
-  return describe_bytes(read_bytes(path), path);
+ModelDescription read_model_file(const std::string& path, const ModelFileOptions& options) {
+  return describe_bytes(read_bytes(path), path, options);
+}
+
+void set_model_file_options(const ModelFileOptions& options) {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  r.options = options;
 }
 
 const RegisteredModel& register_description(ModelDescription description, std::string sha256) {
+  for (const std::string& w : description.warnings)
+    std::fprintf(stderr, "epoch: warning: %s\n", w.c_str());
+  description.warnings.clear();  // said once
   auto entry = std::make_unique<RegisteredModel>();
   entry->spec = described_spec(description);  // builds it once: every error, before a run
   entry->description = std::move(description);
@@ -93,10 +116,18 @@ const RegisteredModel* registered_model(const std::string& name) {
     if (auto it = r.by_name.find(name); it != r.by_name.end()) return it->second;
   }
   if (!is_model_file(name)) return nullptr;
+  ModelFileOptions options;
+  {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    options = r.options;
+  }
   const std::string bytes = read_bytes(name);
-  ModelDescription d = describe_bytes(bytes, name);
+  ModelDescription d = describe_bytes(bytes, name, options);
   d.name = name;
-  return &register_description(std::move(d), sha256_hex(bytes));
+  std::string sha = sha256_hex(bytes);
+  if (!options.solver.empty() && is_caffe(name)) sha += ":" + sha256_hex(read_bytes(options.solver));
+  return &register_description(std::move(d), std::move(sha));
 }
 
 std::map<std::string, std::string> description_metadata(const std::string& name) {

@@ -216,6 +216,11 @@ std::string render_run(const json& config, const std::string& config_file, LineR
   body.append(line_chart_svg(speed)).append(stacked_bars_svg(step_breakdown(m.bars)));
 
   json settings = config;
+  // The model's layer table, as `epoch models --show` prints it (runs since model files).
+  if (const auto it = config.find("model_summary"); it != config.end() && it->is_string()) {
+    body.raw("<h2>Model</h2>\n<pre>").text(it->get<std::string>()).raw("</pre>\n");
+    settings.erase("model_summary");
+  }
   const json* environment = field(config, "environment", Kind::object, {config_file, ""});
   settings.erase("environment");
   body.raw("<h2>Environment</h2>\n");

@@ -144,9 +144,19 @@ const std::vector<ConfigField>& config_fields() {
   static const std::vector<ConfigField> fields = {
       {.key = "model",
        .flag = "--model",
-       .help = "Model from `epoch models`",
+       .help = "Model from `epoch models`, or a model file: Keras (.json from model.to_json(), "
+               ".keras), Caffe (.prototxt) or epoch's own description (.json)",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.run.model; },
        .show_default = true},
+      {.key = "input_shape",
+       .flag = "--input-shape",
+       .help = "A Caffe net's input as C,H,W, where its Data layer gives no shape",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.run.input_shape; }},
+      {.key = "solver",
+       .flag = "--solver",
+       .help = "A Caffe solver.prototxt for a Caffe net: its optimizer, learning-rate policy, "
+               "momentum and weight decay (flags still win)",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.run.solver; }},
       {.key = "data",
        .flag = "--data",
        .help = "An image folder (class subfolders, or train/ + validation/), cifar10:DIR, a folder "
@@ -619,7 +629,7 @@ TrainConfig config_from_json(const json& j) {
   if (!j.is_object()) EPOCH_THROW(ConfigError, "stored run configuration is not a JSON object");
   // Written beside the settings in config.json, for readers; not settings.
   static const std::set<std::string> notes = {"model_parameters", "threads_used", "epoch_version",
-                                                "model_sha256"};
+                                                "model_sha256", "model_summary"};
   TrainConfig c;
   std::set<std::string> known_sections;
   for (const ConfigField& f : config_fields())

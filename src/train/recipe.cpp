@@ -28,6 +28,32 @@ TrainConfig recipe_for(const std::string& model) {
   return c;
 }
 
+void use_model_file_options(const TrainConfig& c) {
+  models::ModelFileOptions o;
+  o.solver = c.run.solver;
+  if (!c.run.input_shape.empty()) {
+    std::istringstream in(c.run.input_shape);
+    std::string part;
+    while (std::getline(in, part, ',')) {
+      std::size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(part, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != part.size() || v < 1 || v > (1 << 22))
+        EPOCH_THROW(ConfigError, "--input-shape ", c.run.input_shape,
+                    ": give C,H,W as three positive sizes (3,227,227)");
+      o.input_shape.push_back(v);
+    }
+    if (o.input_shape.size() != 3)
+      EPOCH_THROW(ConfigError, "--input-shape ", c.run.input_shape,
+                  ": give C,H,W as three positive sizes (3,227,227)");
+  }
+  models::set_model_file_options(o);
+}
+
 std::string describe_recipe(const TrainConfig& c) {
   std::ostringstream out;
   out << optim::optimizer_name(c.optimizer.kind) << " lr " << c.optimizer.lr << ", "

@@ -9,6 +9,7 @@
 
 #include "epoch/dist/process_group.h"
 #include "epoch/models/model_file.h"
+#include "epoch/models/summary.h"
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/file_io.h"
@@ -219,6 +220,7 @@ void write_run_config(const std::filesystem::path& run_dir, const TrainConfig& c
   cfg["epoch_version"] = EPOCH_VERSION;
   if (const models::RegisteredModel* m = models::registered_model(c.run.model))
     cfg["model_sha256"] = m->sha256;  // the model file's, as sha256sum prints it
+  cfg["model_summary"] = models::format_summary(models::summarize(model));  // the layer table
   cfg["environment"] = run_environment();
   const std::string text = cfg.dump(2) + "\n";
   record_files(run_dir.string(), {"config.json"});

@@ -29,7 +29,7 @@ namespace epoch::models {
 ///               written for Keras are permuted to match)
 ///   dropout     rate*
 ///   batch_norm  momentum (the weight of the batch's statistics, PyTorch's convention: 0.1),
-///               epsilon (1e-5)
+///               epsilon (1e-5), caffe_factor (false: Caffe's third blob, one number, as a buffer)
 ///   activation  function* relu | sigmoid | tanh | softmax | linear | leaky_relu (alpha) |
 ///               hard_sigmoid (slope, offset)
 ///   rescaling   scale*, offset (0); as_preprocessing: applied to the input by the data pipeline

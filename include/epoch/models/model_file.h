@@ -17,20 +17,32 @@ namespace epoch::models {
 /// .keras or .prototxt.
 bool is_model_file(const std::string& name);
 
-/// Reads a model file, its format told by its content (a zip archive: .keras; JSON with
-/// "format": "epoch-model": epoch's; other JSON: Keras). IoError when it cannot be read,
-/// ConfigError naming the file and the layer for what it says.
-ModelDescription read_model_file(const std::string& path);
+/// What a model file alone may not say: a Caffe net's input shape (a Data layer carries none)
+/// and its solver.
+struct ModelFileOptions {
+  Shape input_shape;   // (C, H, W), --input-shape; empty: the file's
+  std::string solver;  // a solver.prototxt, --solver; its settings join the recipe
+};
+
+/// Reads a model file, its format told by its content (a zip archive: .keras; .prototxt: a
+/// Caffe net; JSON with "format": "epoch-model": epoch's; other JSON: Keras). IoError when it
+/// cannot be read, ConfigError naming the file and the layer for what it says.
+ModelDescription read_model_file(const std::string& path, const ModelFileOptions& options = {});
+
+/// The options files read from now on by name (registered_model) are read with: a program's
+/// flags (--input-shape, --solver). Set before the first model is named.
+void set_model_file_options(const ModelFileOptions& options);
 
 /// A described model known by name, with the SHA-256 of the file it came from.
 struct RegisteredModel {
   ModelDescription description;
   ModelSpec spec;
-  std::string sha256;  // of the file's bytes, as `sha256sum` prints it
+  std::string sha256;  // of the file's bytes, as `sha256sum` prints it (a solver's after ":")
 };
 
 /// Registers a description under description.name (replacing one of that name), checking that
-/// it builds; returns the registered entry, which lives as long as the process.
+/// it builds, and prints its warnings (one line each, "epoch: warning: ...", on stderr);
+/// returns the registered entry, which lives as long as the process.
 const RegisteredModel& register_description(ModelDescription description, std::string sha256);
 
 /// The registered model of a name; when none and the name is a file (is_model_file), reads and

@@ -18,6 +18,11 @@ void apply_recipe(TrainConfig& config, const models::Recipe& recipe);
 /// Unknown models get the defaults (the zoo lookup reports them later).
 TrainConfig recipe_for(const std::string& model);
 
+/// Makes a run's --input-shape and --solver the options model files are read with from now on
+/// (models::set_model_file_options): call before the run's model is first named. ConfigError
+/// for an --input-shape that is not C,H,W of positive sizes.
+void use_model_file_options(const TrainConfig& config);
+
 /// One line naming the recipe's choices, printed when training starts.
 std::string describe_recipe(const TrainConfig& config);
 

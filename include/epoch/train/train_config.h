@@ -56,6 +56,10 @@ inline constexpr std::int64_t kMaxPlannedSteps = std::int64_t{1} << 53;
 /// where (how it computes is the ExecutionConfig).
 struct RunConfig {
   std::string model = "fmnist-cnn";
+  /// A Caffe net's (C, H, W) as "C,H,W" where its data layer gives none, and its solver.prototxt
+  /// (models/model_file.h's options); "" when not given.
+  std::string input_shape;
+  std::string solver;
   std::int64_t epochs = 3;
   std::int64_t batch_size = 32;
   /// Video models: frames per window of truncated backpropagation through time (0: the
