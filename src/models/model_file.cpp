@@ -109,12 +109,15 @@ const RegisteredModel& register_description(ModelDescription description, std::s
   return *e;
 }
 
+const RegisteredModel* registered_only(const std::string& name) {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  const auto it = r.by_name.find(name);
+  return it == r.by_name.end() ? nullptr : it->second;
+}
+
 const RegisteredModel* registered_model(const std::string& name) {
-  {
-    Registry& r = registry();
-    const std::lock_guard lock(r.mutex);
-    if (auto it = r.by_name.find(name); it != r.by_name.end()) return it->second;
-  }
+  if (const RegisteredModel* m = registered_only(name)) return m;
   if (!is_model_file(name)) return nullptr;
   ModelFileOptions options;
   {

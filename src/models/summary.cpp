@@ -54,7 +54,7 @@ ModelSummary summarize(const Model& model) {
   ModelSummary s;
   s.name = model.spec().name;
   s.input = model.spec().input;
-  if (const RegisteredModel* m = registered_model(s.name)) {
+  if (const RegisteredModel* m = registered_only(s.name)) {
     s.channels_last = m->description.channels_last;
     s.format = m->description.format;
     s.sha256 = m->sha256;

@@ -68,5 +68,33 @@ TEST(ModelFileCli, ARunNeedsOnlyItsCheckpoint) {
   EXPECT_EQ(nlohmann::json::parse(config)["model_sha256"].get<std::string>().size(), 64u);
 }
 
+TEST(ModelFileCli, CaffeNetsWithTheirSolver) {
+  TempDir dir;
+  const std::string caffe = std::string(EPOCH_SOURCE_DIR) + "/tests/models/caffe/";
+  const CommandResult show =
+      run_epoch("models --show " + caffe + "alexnet_train_val_v1.prototxt --json", dir);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_EQ(nlohmann::json::parse(show.out)["parameters"], 60965224);
+  EXPECT_NE(show.err.find("epoch: warning:"), std::string::npos);  // mean_file, lr_mult
+  expect_one_line_error(run_epoch("models --show " + caffe + "lenet_train_test.prototxt", dir), 1,
+                        "mnist: Data carries no shape: pass --input-shape C,H,W");
+  expect_one_line_error(run_epoch("models --show " + caffe +
+                                      "lenet_train_test.prototxt --input-shape 1,28",
+                                  dir),
+                        1, "--input-shape 1,28: give C,H,W");
+  const CommandResult t = run_epoch(
+      "train --model " + caffe + "lenet_train_test.prototxt --solver " + caffe +
+          "lenet_solver.prototxt --input-shape 1,28,28 --data synthetic --synthetic-count 128 "
+          "--epochs 1 --quiet --out " + (dir / "run"),
+      dir);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  std::ifstream config(dir / "run/config.json");
+  const nlohmann::json c = nlohmann::json::parse(config);
+  EXPECT_EQ(c["optimizer"]["name"], "lars");  // the solver's, with Intel-Caffe's LARS
+  EXPECT_EQ(c["batch_size"], 64);              // the Data layer's
+  EXPECT_EQ(c["schedule"]["name"], "step");
+  EXPECT_NE(c["model_summary"].get<std::string>().find("Total params: 431,080"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace epoch::testing

@@ -1,5 +1,6 @@
 // libFuzzer target: the model-file readers on arbitrary bytes, as read_model_file gives them a
-// file's contents: a .keras archive, epoch's description or Keras JSON, then the model built
+// file's contents: a .keras archive, epoch's description, Keras JSON or (what is no JSON) a Caffe
+// net and a solver, then the model built
 // from what they read when it is small (the size limits have their own tests). Only
 // epoch::Error may come out.
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "epoch/models/caffe_reader.h"
 #include "epoch/models/graph_model.h"
 #include "epoch/models/keras_reader.h"
 #include "epoch/tensor/error.h"
@@ -37,7 +39,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       d = epoch::models::read_keras_archive(bytes, "fuzz.keras");
     } else {
       const nlohmann::json j = nlohmann::json::parse(bytes, nullptr, false);
-      if (j.is_object() && j.contains("format"))
+      if (j.is_discarded()) {
+        epoch::models::Recipe recipe;
+        std::vector<std::string> warnings;
+        try {
+          epoch::models::read_caffe_solver(bytes, "fuzz_solver.prototxt", recipe, warnings);
+        } catch (const epoch::Error&) {
+        }
+        epoch::models::CaffeOptions options;
+        options.input_shape = {3, 16, 16};
+        d = epoch::models::read_caffe_net(bytes, "fuzz.prototxt", options);
+      } else if (j.is_object() && j.contains("format"))
         d = epoch::models::description_from_json(j, "fuzz.json");
       else
         d = epoch::models::read_keras_json(bytes, "fuzz.json");

@@ -49,6 +49,9 @@ const RegisteredModel& register_description(ModelDescription description, std::s
 /// registers it. Null for a name that is neither (a zoo model's).
 const RegisteredModel* registered_model(const std::string& name);
 
+/// The registered model of a name, reading nothing; null when none is registered.
+const RegisteredModel* registered_only(const std::string& name);
+
 /// What a checkpoint stores of a described model: "model_description" (epoch's format) and
 /// "model_sha256"; empty for a zoo model.
 std::map<std::string, std::string> description_metadata(const std::string& name);
