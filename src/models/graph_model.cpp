@@ -12,6 +12,7 @@
 
 #include "epoch/autograd/functions.h"
 #include "epoch/nn/layers.h"
+#include "epoch/nn/residual.h"
 #include "epoch/tensor/error.h"
 
 namespace epoch::models {
@@ -269,7 +270,40 @@ bool loss_applies(const ModelDescription& d, bool is_output, const std::string& 
 }
 
 BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
-                     const std::vector<Shape>& ins, bool is_output, std::int64_t& parameters) {
+                     const std::vector<Shape>& ins, bool is_output, std::int64_t& parameters,
+                     int depth = 0);
+
+/// A nested chain of layers (a block's "layers"): its links in order, and `shape` carried from
+/// its input to its output.
+nn::Links build_chain(const ModelDescription& d, const LayerReader& parent, const char* key,
+                      Shape& shape, std::int64_t& parameters, int depth) {
+  const nlohmann::json& list = parent.node().attrs[key];
+  if (!list.is_array() || list.empty()) parent.fail(key, " must be a non-empty list of layers");
+  if (depth > 8) parent.fail("nests blocks more than 8 deep");
+  nn::Links links;
+  std::set<std::string> names;
+  for (const nlohmann::json& l : list) {
+    if (!l.is_object() || !l.contains("name") || !l["name"].is_string() || !l.contains("op") ||
+        !l["op"].is_string())
+      parent.fail(key, " holds a layer without a name and an op");
+    LayerNode n;
+    n.name = l["name"].get<std::string>();
+    n.op = l["op"].get<std::string>();
+    for (const auto& [k, v] : l.items())
+      if (k != "name" && k != "op") n.attrs[k] = v;
+    if (n.name.empty() || n.name.find_first_of(".:") != std::string::npos || !names.insert(n.name).second)
+      parent.fail(key, ": the name '", n.name, "' is empty, repeated, or holds '.' or ':'");
+    if (n.op == "add" || n.op == "concat") parent.fail(key, ": ", n.op, " is not a chain's layer");
+    BuiltNode b = build_node(d, n, {shape}, false, parameters, depth + 1);
+    for (auto& link : b.node.links) links.push_back(std::move(link));
+    shape = b.shape;
+  }
+  return links;
+}
+
+BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
+                     const std::vector<Shape>& ins, bool is_output, std::int64_t& parameters,
+                     int depth) {
   const LayerReader r(d, n);
   // Weights are counted before they are made: a file cannot ask for more memory than the limit.
   const auto spend = [&](std::int64_t weights, std::int64_t per_weight, std::int64_t extra) {
@@ -444,6 +478,35 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     p.beta = r.number("beta", NAN, 0.0, 1e6);
     p.k = r.number("k", 1.0, 1e-9, 1e6);
     link("", std::make_shared<nn::Lrn>(p));
+  } else if (op == "adaptive_avg_pool") {
+    r.expect_only({"size"});
+    expect_image(r, in);
+    const Pair size = r.pair("size", {-1, -1}, 1, kMaxSize);
+    if (in[1] % size[0] != 0 || in[2] % size[1] != 0)
+      r.fail("size ", size[0], "x", size[1], " does not divide its input ", shape_text(in));
+    link("", std::make_shared<nn::AdaptiveAvgPool2d>(size[0], size[1]));
+  } else if (op == "sequential") {
+    r.expect_only({"layers"});
+    Shape shape = in;
+    auto seq = std::make_shared<nn::Sequential>();
+    for (auto& [name, m] : build_chain(d, r, "layers", shape, parameters, depth)) seq->add(name, m);
+    link("", seq);
+  } else if (op == "residual") {
+    // y = relu(main(x) + shortcut(x)): the shortcut is "downsample" or the identity.
+    r.expect_only({"layers", "downsample"});
+    expect_image(r, in);
+    Shape main = in, shortcut = in;
+    auto block = std::make_shared<nn::Residual>();
+    for (auto& [name, m] : build_chain(d, r, "layers", main, parameters, depth)) block->add(name, m);
+    if (r.has("downsample")) {
+      auto down = std::make_shared<nn::Sequential>();
+      for (auto& [name, m] : build_chain(d, r, "downsample", shortcut, parameters, depth))
+        down->add(name, m);
+      block->add("downsample", down);
+    }
+    if (main != shortcut)
+      r.fail("main path gives ", shape_text(main), " but the shortcut ", shape_text(shortcut));
+    link("", block);
   } else if (op == "add" || op == "concat") {
     r.expect_only({});
     if (ins.size() < 2) r.fail("takes two or more inputs, not ", ins.size());

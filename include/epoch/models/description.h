@@ -35,7 +35,12 @@ namespace epoch::models {
 ///   rescaling   scale*, offset (0); as_preprocessing: applied to the input by the data pipeline
 ///               (the run's rescale), not again by the model
 ///   lrn         size*, alpha*, beta*, k (1): across channels, alpha divided by size (Caffe's)
+///   adaptive_avg_pool size* [h, w]: averages over equal tiles (PyTorch's AdaptiveAvgPool2d
+///               where the input is a multiple of the size)
 ///   add, concat two or more inputs of one shape (concat: along the channels)
+///   sequential  layers*: a nested chain of layers (objects as these; names unique within it)
+///   residual    layers* (the main path), downsample (the shortcut; else the identity): ResNet's
+///               block, relu(main(x) + shortcut(x))
 /// conv2d and dense may carry weight_init and bias_init (nn::ParamInit, else nn::initialize's
 /// rule: Glorot-uniform weights, zero biases): {"kind": "constant", "value"} | {"kind":
 /// "uniform", "lo", "hi"} | {"kind": "normal" or "truncated_normal", "mean", "std"} |
