@@ -8,10 +8,13 @@
 
 #include "cli/commands.h"
 #include "cli/omp_wait.h"
+#include "epoch/models/description.h"
+#include "epoch/models/keras_writer.h"
 #include "epoch/models/summary.h"
 #include "epoch/models/zoo.h"
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
+#include "epoch/tensor/file_io.h"
 #include "epoch/tensor/storage.h"
 #include "epoch/train/recipe.h"
 #include "epoch/train/train_config.h"
@@ -88,6 +91,26 @@ int run_show(const std::string& name, bool json) {
     j["sha256"] = s.sha256;
   }
   std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+/// `epoch models --export NAME|FILE --format epoch|keras --out FILE`.
+int run_export(const std::string& name, const std::string& format, const std::string& out) {
+  if (out.empty()) EPOCH_THROW(ConfigError, "--export needs --out FILE");
+  const models::ModelDescription d = models::describe_model(name);
+  nlohmann::json j;
+  if (format == "epoch") {
+    j = models::description_to_json(d);
+  } else if (format == "keras") {
+    j = models::write_keras_json(d);
+  } else {
+    EPOCH_THROW(ConfigError, "--format ", format, ": epoch or keras");
+  }
+  const std::string text = j.dump(1) + "\n";
+  write_file_atomic(out, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
+                    false);
+  std::printf("%s: %s as %s\n", out.c_str(), name.c_str(),
+              format == "epoch" ? "epoch's description" : "Keras 3 JSON (model.to_json())");
   return 0;
 }
 
@@ -173,9 +196,20 @@ void add_models_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--input-shape", files->run.input_shape,
                   "A Caffe net's input as C,H,W, where its Data layer gives no shape");
   cmd->add_option("--solver", files->run.solver, "A Caffe solver.prototxt (its recipe)");
-  cmd->callback([json, show, files, &exit_code] {
+  auto exported = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>("epoch");
+  auto out = std::make_shared<std::string>();
+  cmd->add_option("--export", *exported,
+                  "Write a model (a zoo name or a model file) as a description file (--out)");
+  cmd->add_option("--format", *format, "--export's format: epoch (default) or keras")
+      ->check(CLI::IsMember({"epoch", "keras"}));
+  cmd->add_option("--out", *out, "--export's file");
+  cmd->callback([json, show, files, exported, format, out, &exit_code] {
     train::use_model_file_options(*files);
-    exit_code = show->empty() ? run_models(*json) : run_show(*show, *json);
+    if (!exported->empty())
+      exit_code = run_export(*exported, *format, *out);
+    else
+      exit_code = show->empty() ? run_models(*json) : run_show(*show, *json);
   });
 }
 

@@ -547,6 +547,7 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
 
 struct Built {
   std::vector<BuiltNode> nodes;
+  std::vector<Shape> shapes;  // each layer's per-sample output
   std::vector<std::string> names;
   Shape output;
   bool chain = true;
@@ -609,6 +610,7 @@ Built build_all(const ModelDescription& d) {
     b.nodes.push_back(std::move(node));
   }
   b.output = shapes.back();
+  b.shapes = shapes;
   // Every layer's output is used (a layer no path reaches the output from is an error in the
   // file, not something to compute and drop).
   std::vector<bool> used(d.layers.size(), false);
@@ -723,6 +725,8 @@ std::vector<std::pair<const nn::Links::value_type*, Shape>> GraphModel::link_inp
 }
 
 ModelSpec described_spec(const ModelDescription& d) { return spec_of(d, build_all(d)); }
+
+std::vector<Shape> layer_output_shapes(const ModelDescription& d) { return build_all(d).shapes; }
 
 std::shared_ptr<Model> build_described(const ModelDescription& d) {
   Built b = build_all(d);

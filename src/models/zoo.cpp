@@ -279,6 +279,18 @@ std::shared_ptr<Model> build_model(const std::string& name) {
   return build_described(registered_model(name)->description);
 }
 
+ModelDescription describe_model(const std::string& name) {
+  const ModelSpec& spec = find_model(name);
+  for (const Entry& e : entries())
+    if (e.spec.name == name) {
+      if (e.make != nullptr)
+        EPOCH_THROW(ConfigError, name, " is a built-in block, not a description: it cannot be exported");
+      return zoo_description(name, e.recipe());
+    }
+  (void)spec;
+  return registered_model(name)->description;
+}
+
 Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels) {
   switch (task) {
     case Task::classification:

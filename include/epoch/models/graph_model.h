@@ -51,4 +51,7 @@ std::shared_ptr<Model> build_described(const ModelDescription& description);
 /// shape), task and recipe.
 ModelSpec described_spec(const ModelDescription& description);
 
+/// Each layer's per-sample output shape, in the description's order (C, H, W) or (D).
+std::vector<Shape> layer_output_shapes(const ModelDescription& description);
+
 }  // namespace epoch::models

@@ -96,6 +96,11 @@ const ModelSpec& find_model(const std::string& name);
 /// Builds a model (parameters zeroed: call nn::initialize).
 std::shared_ptr<Model> build_model(const std::string& name);
 
+struct ModelDescription;
+/// The description a model is built from: a zoo file's (with its recipe) or a model file's.
+/// ConfigError for a built-in block (PredNet) or an unknown name.
+ModelDescription describe_model(const std::string& name);
+
 /// The batch loss of an output for a task (see Task): what Model::loss does by default.
 Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels);
 
