@@ -90,6 +90,8 @@ train::TrainConfig config_from_flags(const TrainOptions& o, train::TrainConfig c
     EPOCH_THROW(ConfigError, "--augment ", o.augment_base, ": expected recipe or none");
   }
   apply_given_flags(o.flags, c);
+  // --epochs alone is the run's length, even where a solver's max_iter gave one in steps.
+  if (given("--epochs") && !given("--max-steps")) c.run.max_steps = 0;
   if (given("--contrast")) {
     if (o.contrast.size() != 2)
       EPOCH_THROW(ConfigError, "--contrast expects MIN,MAX (e.g. 0.2,1.8)");

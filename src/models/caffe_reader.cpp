@@ -577,9 +577,13 @@ void read_caffe_solver(std::string_view text, const std::string& file, Recipe& r
     recipe.set("seed", static_cast<std::int64_t>(num("random_seed", 0)));
   if (num("iter_size", 1) != 1) refuse("iter_size other than 1");
   if (value("clip_gradients") != nullptr && num("clip_gradients", -1) > 0) refuse("clip_gradients");
-  if (value("max_iter") != nullptr)
-    warnings.push_back(file + ": max_iter " + value("max_iter")->value +
-                       " is not the run's length: epoch counts epochs (--epochs)");
+  if (value("max_iter") != nullptr) {
+    const double max_iter = num("max_iter", 0);
+    if (max_iter < 1 || max_iter > 9e15 || max_iter != std::floor(max_iter))
+      EPOCH_THROW(ConfigError, file, ":", value("max_iter")->line, ": max_iter '",
+                  value("max_iter")->value, "' is not a positive whole number of steps");
+    recipe.set("max_steps", static_cast<std::int64_t>(max_iter));
+  }
   static const std::set<std::string> used = {
       "type", "solver_type", "base_lr", "local_lr_auto", "local_gw_ratio", "momentum",
       "momentum2", "delta", "rms_decay", "weight_decay", "regularization_type", "lr_policy",

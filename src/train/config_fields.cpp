@@ -155,7 +155,7 @@ const std::vector<ConfigField>& config_fields() {
       {.key = "solver",
        .flag = "--solver",
        .help = "A Caffe solver.prototxt for a Caffe net: its optimizer, learning-rate policy, "
-               "momentum and weight decay (flags still win)",
+               "momentum, weight decay and length (max_iter); flags still win",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.run.solver; }},
       {.key = "data",
        .flag = "--data",
@@ -309,6 +309,13 @@ const std::vector<ConfigField>& config_fields() {
        .bounds = Bounds::range(1, kMaxEpochs),
        .resume_may_change = true,
        .show_default = true},
+      {.key = "max_steps",
+       .flag = "--max-steps",
+       .help = "The run's length in steps instead of epochs (a solver's max_iter; 0: --epochs "
+               "decides): the last epoch stops at that step and is evaluated",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.run.max_steps; },
+       .bounds = Bounds::range(0, kMaxPlannedSteps),
+       .resume_may_change = true},
       {.key = "batch_size",
        .flag = "--batch-size",
        .help = "Samples per step",

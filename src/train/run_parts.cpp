@@ -178,7 +178,7 @@ std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
   if (steps_per_epoch < 1 || c.run.epochs > kMaxPlannedSteps / steps_per_epoch)
     EPOCH_THROW(ConfigError, "--epochs ", c.run.epochs, " of ", steps_per_epoch,
                 " steps each is more than the ", kMaxPlannedSteps, " steps a run can plan");
-  sched.total_steps = steps_per_epoch * c.run.epochs;
+  sched.total_steps = c.run.max_steps > 0 ? c.run.max_steps : steps_per_epoch * c.run.epochs;
   if (c.schedule.warmup_epochs > 0.0)
     sched.warmup_steps =
         std::llround(c.schedule.warmup_epochs * static_cast<double>(steps_per_epoch));

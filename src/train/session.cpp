@@ -120,6 +120,7 @@ Session::EpochTotals Session::train_epoch(std::int64_t epoch, std::int64_t& glob
     pending.clear();
   };
   for (std::int64_t s = first; s < steps; ++s) {
+    if (c_.run.max_steps > 0 && global_step >= c_.run.max_steps) break;  // the run's length
     // (a callback asks while its step is settled: at once on the CPU, with the next
     // read-back on a device)
     if (s > first && stop_asked() && batches.can_stop_here()) {

@@ -242,6 +242,8 @@ TrainResult train(const TrainConfig& requested, const TrainOptions& options) {
     job.push_back({"the validation samples", std::to_string(images.val->size())});
   }
   const std::int64_t steps_per_epoch = batches->steps_per_epoch();
+  if (c.run.max_steps > 0)  // a length in steps: as many epochs as they take, the last cut short
+    c.run.epochs = (c.run.max_steps + steps_per_epoch - 1) / std::max<std::int64_t>(1, steps_per_epoch);
 
   // The step (optimizer and schedule), restored when resuming; the ranks in step.
   initialize_model(*model, c);

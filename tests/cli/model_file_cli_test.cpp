@@ -94,6 +94,66 @@ TEST(ModelFileCli, CaffeNetsWithTheirSolver) {
   EXPECT_EQ(c["batch_size"], 64);              // the Data layer's
   EXPECT_EQ(c["schedule"]["name"], "step");
   EXPECT_NE(c["model_summary"].get<std::string>().find("Total params: 431,080"), std::string::npos);
+  EXPECT_EQ(c["max_steps"], 0);  // --epochs given: the solver's max_iter gives way
+
+  // Without --epochs the solver's max_iter is the run's length: 3 steps of 64 out of 128
+  // samples are two epochs, the second cut short after its first step.
+  {
+    std::ofstream solver(dir / "short_solver.prototxt");
+    solver << "base_lr: 0.01\nmomentum: 0.9\nlr_policy: \"poly\"\npower: 1\nmax_iter: 3\n";
+  }
+  const CommandResult s = run_epoch(
+      "train --model " + caffe + "lenet_train_test.prototxt --solver " +
+          (dir / "short_solver.prototxt") +
+          " --input-shape 1,28,28 --data synthetic --synthetic-count 128 --json --quiet --out " +
+          (dir / "short"),
+      dir);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const nlohmann::json r = nlohmann::json::parse(s.out);
+  EXPECT_EQ(r["steps"], 3);
+  EXPECT_EQ(r["epochs"], 2);
+  std::ifstream short_config(dir / "short/config.json");
+  const nlohmann::json sc = nlohmann::json::parse(short_config);
+  EXPECT_EQ(sc["max_steps"], 3);
+  EXPECT_EQ(sc["schedule"]["name"], "poly");
+}
+
+// bench and study take model files too: a Caffe net with --input-shape timed by bench, and a
+// study of the Keras autoencoder (its SHA-256 in the plan: a changed file is not resumed).
+TEST(ModelFileCli, BenchAndStudyTakeModelFiles) {
+  TempDir dir;
+  const std::string lenet =
+      std::string(EPOCH_SOURCE_DIR) + "/tests/models/caffe/lenet_train_test.prototxt";
+  const CommandResult b = run_epoch("bench --model " + lenet +
+                                        " --input-shape 1,28,28 --batch-size 8 --steps 10 "
+                                        "--warmup 1 --threads 1 --json",
+                                    dir);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_GT(nlohmann::json::parse(b.out)["train_images_per_s"].get<double>(), 0.0);
+  expect_one_line_error(run_epoch("bench --model " + lenet + " --steps 10", dir), 1,
+                        "Data carries no shape: pass --input-shape C,H,W");
+
+  std::filesystem::copy_file(fixture("autoencoder.json"), dir / "ae.json");
+  const std::string out = dir / "study";
+  const std::string study = "study --model " + (dir / "ae.json") +
+                            " --configs cpu:1,cpu:1+determinism=reference --repeats 2 "
+                            "--limit-train 256 --limit-test 64 --json --out " + out;
+  const CommandResult r = run_epoch(study, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream plan(dir / "study/study-plan.json");
+  const nlohmann::json p = nlohmann::json::parse(plan);
+  EXPECT_EQ(p["model"], (dir / "ae.json"));
+  EXPECT_EQ(p["model_sha256"].get<std::string>().size(), 64u);
+  std::ifstream config(dir / "study/cpu:1/seed-0/config.json");
+  EXPECT_EQ(nlohmann::json::parse(config)["model_sha256"], p["model_sha256"]);
+  std::ofstream(dir / "ae.json", std::ios::app) << " ";  // the same model, another file
+  expect_one_line_error(run_epoch("study --resume --out " + out, dir), 1,
+                        "is not the one the interrupted study started with");
+  expect_one_line_error(
+      run_epoch("study --protocol prednet-study --model " + (dir / "ae.json") +
+                    " --data x --out " + (dir / "p"),
+                dir),
+      1, "--model goes with --protocol autoencoder");
 }
 
 }  // namespace

@@ -182,9 +182,11 @@ TEST(CaffeReader, TheSolverGivesTheRecipe) {
   EXPECT_EQ(std::get<std::int64_t>(v["schedule.step_size"]), 5000);
   EXPECT_EQ(std::get<std::int64_t>(v["schedule.warmup_steps"]), 100);
   EXPECT_NEAR(std::get<double>(v["schedule.warmup_start_factor"]), 0.1, 1e-12);
-  ASSERT_EQ(warnings.size(), 2u);
-  EXPECT_NE(warnings[0].find("max_iter 10000"), std::string::npos);
-  EXPECT_NE(warnings[1].find("ignored fields epoch does not use: engine"), std::string::npos);
+  EXPECT_EQ(std::get<std::int64_t>(v["max_steps"]), 10000);  // max_iter: the run's length
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("ignored fields epoch does not use: engine"), std::string::npos);
+  EXPECT_THROW(read_caffe_solver("max_iter: 0", "s", r, warnings), ConfigError);
+  EXPECT_THROW(read_caffe_solver("max_iter: 2.5", "s", r, warnings), ConfigError);
   EXPECT_THROW(read_caffe_solver("lr_policy: \"inv\"", "s", r, warnings), ConfigError);
   EXPECT_THROW(read_caffe_solver("type: \"AdaGrad\"", "s", r, warnings), ConfigError);
 }

@@ -61,6 +61,10 @@ struct RunConfig {
   std::string input_shape;
   std::string solver;
   std::int64_t epochs = 3;
+  /// The run's length in steps, all epochs together (Caffe's max_iter; 0: `epochs` decides):
+  /// the epochs become as many as it takes, the last one cut short at that step and then
+  /// evaluated, and the schedule spans these steps.
+  std::int64_t max_steps = 0;
   std::int64_t batch_size = 32;
   /// Video models: frames per window of truncated backpropagation through time (0: the
   /// model's sequence length). A model that carries state continues across windows.
