@@ -123,6 +123,10 @@ ScaleReport run_scaling(const ScaleRunConfig& o, std::FILE* notes) {
                                   "--warmup",
                                   std::to_string(o.warmup),
                                   "--json"};
+    if (!o.input_shape.empty()) {
+      args.push_back("--input-shape");
+      args.push_back(o.input_shape);
+    }
     for (const std::string& a : o.execution_args) args.push_back(a);
     const json r = run_ranks(o, n, args);
     if (n == 1) per_rank_mib = r.value("peak_rss_mib", 0.0);

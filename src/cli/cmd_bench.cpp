@@ -23,6 +23,8 @@
 #include "epoch/dist/process_group.h"
 #include "epoch/ops/backend.h"
 #include "epoch/tensor/error.h"
+#include "epoch/train/config_fields.h"
+#include "epoch/train/recipe.h"
 
 namespace epoch::cli {
 namespace {
@@ -34,6 +36,7 @@ struct BenchOptions {
   std::vector<std::int64_t> batch_sizes{64};
   std::vector<int> threads{0};
   std::vector<int> workers{-1};
+  std::string input_shape;  // a Caffe net's C,H,W (model files)
   std::string data;
   bool pipeline = false;
   bool no_augment = false;
@@ -319,6 +322,9 @@ void check_combinations(const BenchOptions& o) {
 }
 
 int run_bench(const BenchOptions& o) {
+  train::TrainConfig files;
+  files.run.input_shape = o.input_shape;
+  train::use_model_file_options(files);  // before the model file is first read
   if (!o.compare.empty() && o.compare != "pytorch")
     EPOCH_THROW(ConfigError, "--compare ", o.compare, ": only pytorch is known");
   if (o.pipeline && o.data.empty()) EPOCH_THROW(ConfigError, "--pipeline needs --data");
@@ -407,7 +413,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   bench::ComputeBenchConfig& c = o->config;
   CLI::App* cmd = app.add_subcommand(
       "bench", "Time training and inference, the input pipeline, or both together");
-  cmd->add_option("--model", c.model, "Model from `epoch models`")->capture_default_str();
+  cmd->add_option("--model", c.model, "Model from `epoch models`, or a model file")
+      ->capture_default_str();
+  cmd->add_option("--input-shape", o->input_shape, train::config_field("input_shape").help);
   cmd->add_option("--batch-size", o->batch_sizes, "Samples per step; a list sweeps (16,32,64)")
       ->delimiter(',')
       ->capture_default_str()

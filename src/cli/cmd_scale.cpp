@@ -11,6 +11,8 @@
 #include "cli/flag_checks.h"
 #include "epoch/bench/scale_run.h"
 #include "epoch/models/zoo.h"
+#include "epoch/train/config_fields.h"
+#include "epoch/train/recipe.h"
 #include "epoch/tensor/error.h"
 #include "nlohmann/json.hpp"
 
@@ -29,6 +31,9 @@ struct ScaleOptions {
 int run_scale(ScaleOptions o) {
   o.run.execution = flag_values(o.flags).execution;
   o.run.execution_args = given_execution_args(o.flags);
+  train::TrainConfig files;
+  files.run.input_shape = o.run.input_shape;
+  train::use_model_file_options(files);  // before the model file is first read
   const models::ModelSpec& spec = models::find_model(o.run.model);
   const bench::ScaleReport report = bench::run_scaling(o.run, o.json ? nullptr : stderr);
   if (!o.out.empty()) bench::write_scale_report(o.out, report);
@@ -77,7 +82,9 @@ void add_scale_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ScaleOptions>();
   CLI::App* cmd = app.add_subcommand(
       "scale", "Data-parallel scaling over MPI ranks on this machine, and its projection");
-  cmd->add_option("--model", o->run.model, "Model from `epoch models`")->capture_default_str();
+  cmd->add_option("--model", o->run.model, "Model from `epoch models`, or a model file")
+      ->capture_default_str();
+  cmd->add_option("--input-shape", o->run.input_shape, train::config_field("input_shape").help);
   cmd->add_option("--ranks", o->run.ranks, "Rank counts, starting with 1 (1,2,4)")
       ->delimiter(',')
       ->check(in_range(1, 1024));

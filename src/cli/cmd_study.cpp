@@ -78,6 +78,13 @@ void add_study_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   stored(cmd->add_option("--data", c.data, "The protocol's data (default: the protocol's own)"),
          [](Config& to, const Config& from) { to.data = from.data; });
+  stored(cmd->add_option("--model", c.model,
+                         "autoencoder protocol: another model, by name or a model file (Keras, "
+                         "Caffe, epoch's); the figure stays the final test loss"),
+         [](Config& to, const Config& from) { to.model = from.model; });
+  stored(cmd->add_option("--input-shape", c.input_shape,
+                         "A Caffe net's input as C,H,W, where its Data layer gives none"),
+         [](Config& to, const Config& from) { to.input_shape = from.input_shape; });
   stored(cmd->add_option("--epochs", c.epochs, "Epochs per run (default: the protocol's)"),
          [](Config& to, const Config& from) { to.epochs = from.epochs; })
       ->check(non_negative());

@@ -11,7 +11,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 
+#include "epoch/models/model_file.h"
 #include "epoch/models/zoo.h"
 #include "epoch/tensor/error.h"
 #include "epoch/tensor/file_io.h"
@@ -254,8 +256,15 @@ std::string skip_reason(const StudyConfigSpec& spec) {
 }
 
 train::TrainConfig protocol_config(const StudyConfig& study) {
+  if (study.protocol != "autoencoder" && !study.model.empty())
+    EPOCH_THROW(ConfigError, "--model ", study.model, ": --protocol ", study.protocol,
+                " trains its own model; --model goes with --protocol autoencoder");
+  train::TrainConfig files;
+  files.run.input_shape = study.input_shape;
+  train::use_model_file_options(files);  // before a model file is first read
   if (study.protocol == "autoencoder") {
-    train::TrainConfig c = train::recipe_for("autoencoder");
+    train::TrainConfig c = train::recipe_for(study.model.empty() ? "autoencoder" : study.model);
+    c.run.input_shape = study.input_shape;
     c.data.source = study.data;  // empty: Debian's Fashion-MNIST
     c.run.epochs = study.epochs > 0 ? study.epochs : 1;
     c.run.batch_size = 128;
@@ -361,7 +370,14 @@ constexpr PlanField kPlanFields[] = {
     {"protocol", "--protocol"}, {"configs", "--configs"},         {"repeats", "--repeats"},
     {"seed", "--seed"},         {"margin", "--margin"},           {"alpha", "alpha"},
     {"epochs", "--epochs"},     {"limit_train", "--limit-train"}, {"limit_test", "--limit-test"},
-    {"data", "--data"}};
+    {"data", "--data"},         {"model", "--model"},             {"input_shape", "--input-shape"}};
+
+/// The model file's SHA-256 ("" for a zoo model or none).
+std::string model_sha256(const StudyConfig& study) {
+  if (study.model.empty()) return "";
+  const models::RegisteredModel* m = models::registered_model(study.model);
+  return m != nullptr ? m->sha256 : "";
+}
 
 json plan_json(const StudyConfig& study) {
   return {{"kind", kPlanKind},
@@ -374,7 +390,10 @@ json plan_json(const StudyConfig& study) {
           {"epochs", study.epochs},
           {"limit_train", study.limit_train},
           {"limit_test", study.limit_test},
-          {"data", study.data}};
+          {"data", study.data},
+          {"model", study.model},
+          {"input_shape", study.input_shape},
+          {"model_sha256", model_sha256(study)}};
 }
 
 void write_json_file(const fs::path& path, const json& j) {
@@ -429,14 +448,23 @@ std::int64_t updates_needed(const std::string& protocol) {
 void check_same_plan(const StudyConfig& study, const json& stored, const fs::path& plan_path) {
   const json given = plan_json(study);
   for (const PlanField& f : kPlanFields) {
-    if (!stored.contains(f.key))
+    // (plans written before --model hold neither it nor --input-shape: empty)
+    const std::string_view key = f.key;
+    if (!stored.contains(f.key) && key != "model" && key != "input_shape")
       EPOCH_THROW(IoError, plan_path.string(), ": no \"", f.key, "\" (not a study plan)");
-    if (stored[f.key] != given[f.key])
+    const json was = stored.value(f.key, json(""));
+    if (was != given[f.key])
       EPOCH_THROW(ConfigError, "--resume: ", f.flag, " ", given[f.key].dump(),
-                  " differs from the interrupted study's ", stored[f.key].dump(), " (",
+                  " differs from the interrupted study's ", was.dump(), " (",
                   plan_path.string(), "); a resumed study continues as it started: leave ", f.flag,
                   " out");
   }
+  const std::string was = stored.value("model_sha256", ""), now = given["model_sha256"];
+  if (was != now)
+    EPOCH_THROW(ConfigError, "--resume: the model file ", study.model,
+                " is not the one the interrupted study started with (SHA-256 ", was, ", now ",
+                now.empty() ? "none" : now,
+                "): restore it, or start a new study with another --out");
 }
 
 /// What out_dir may hold for a new study: nothing (a lock file aside). ConfigError saying what
@@ -524,6 +552,8 @@ StudyConfig stored_study(const std::string& dir) {
     study.limit_train = j.at("limit_train").get<std::int64_t>();
     study.limit_test = j.at("limit_test").get<std::int64_t>();
     study.data = j.at("data").get<std::string>();
+    study.model = j.value("model", "");  // plans written before --model had none
+    study.input_shape = j.value("input_shape", "");
   } catch (const json::exception& e) {
     EPOCH_THROW(IoError, path.string(), ": not a study plan: ", e.what());
   }

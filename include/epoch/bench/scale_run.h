@@ -19,6 +19,7 @@ namespace epoch::bench {
 
 struct ScaleRunConfig {
   std::string model = "cifar10-keras";
+  std::string input_shape;  // a Caffe net's C,H,W where its data layer gives none (bench's flag)
   std::vector<int> ranks{1, 2};  // starting with 1, the baseline
   bool strong = false;           // split batch_size over the ranks (else each keeps it)
   int threads_per_rank = 1;

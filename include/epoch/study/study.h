@@ -60,6 +60,10 @@ struct StudyConfig {
   /// The protocol's training, shortened for quick studies (0: the protocol's own).
   std::int64_t epochs = 0, limit_train = 0, limit_test = 0;
   std::string data;        // empty: the protocol's data
+  /// autoencoder protocol: another model than the zoo's autoencoder, by name or a model file
+  /// (its SHA-256 is kept in the plan, so a resumed study refuses a changed file), with a
+  /// Caffe net's input shape ("C,H,W"); empty: the protocol's.
+  std::string model, input_shape;
   std::uint64_t seed = 0;  // repeat r trains with seed + r
   bool quiet = false;
   /// Continue the interrupted study in out_dir: every setting above must be the stored one
