@@ -12,9 +12,10 @@ using autograd::record;
 using Grads = std::vector<Tensor>;
 
 Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
-                  Tensor& running_var, bool training, float momentum, float eps) {
-  ops::BatchNormResult r =
-      ops::batch_norm_forward(x, gamma, beta, running_mean, running_var, training, momentum, eps);
+                  Tensor& running_var, bool training, float momentum, float eps,
+                  bool unbiased_running_var) {
+  ops::BatchNormResult r = ops::batch_norm_forward(x, gamma, beta, running_mean, running_var,
+                                                   training, momentum, eps, unbiased_running_var);
   Tensor y = r.y;
   if (needs_grad(x, gamma, beta)) {
     r.y = r.y.detach();

@@ -102,7 +102,9 @@ int run_export(const std::string& name, const std::string& format, const std::st
   if (format == "epoch") {
     j = models::description_to_json(d);
   } else if (format == "keras") {
-    j = models::write_keras_json(d);
+    std::vector<std::string> warnings;
+    j = models::write_keras_json(d, &warnings);
+    for (const std::string& w : warnings) std::fprintf(stderr, "epoch: warning: %s\n", w.c_str());
   } else {
     EPOCH_THROW(ConfigError, "--format ", format, ": epoch or keras");
   }

@@ -117,7 +117,7 @@ template <int L, bool Blocked>
 void forward(const float* x, const float* gamma, const float* beta, float* running_mean,
              float* running_var, float* y, float* save_mean, float* save_invstd, std::int64_t N,
              std::int64_t C, std::int64_t HW, bool training, float momentum, float eps,
-             std::int64_t block) {
+             bool unbiased_running_var, std::int64_t block) {
   const Units u = units_of(C, HW, block);
   const double M = static_cast<double>(N * HW);
   constexpr int K = kChannels<L, Blocked>;
@@ -135,12 +135,12 @@ void forward(const float* x, const float* gamma, const float* beta, float* runni
         const double d = t1[k] / M;
         mean[k] = shift[k] + d;  // row-major: every lane's shift is the one channel's
         var[k] = std::max(0.0, t2[k] / M - d * d);
-        const double unbiased = var[k] * M / (M - 1.0);
+        const double stored = unbiased_running_var ? var[k] * M / (M - 1.0) : var[k];
         const std::int64_t c = c0 + k;
         running_mean[c] =
             static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean[k]);
         running_var[c] =
-            static_cast<float>((1.0 - momentum) * running_var[c] + momentum * unbiased);
+            static_cast<float>((1.0 - momentum) * running_var[c] + momentum * stored);
       }
     } else {
       for (int k = 0; k < K; ++k) {
@@ -217,16 +217,17 @@ void backward(const float* dy, const float* x, const float* gamma, const float* 
 void batch_norm_forward(const float* x, const float* gamma, const float* beta, float* running_mean,
                         float* running_var, float* y, float* save_mean, float* save_invstd,
                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
-                        float momentum, float eps, std::int64_t block) {
+                        float momentum, float eps, bool unbiased_running_var,
+                        std::int64_t block) {
   kernels::note_impl(kImpl);
   if (block == 16)
     return forward<16, true>(x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd,
-                             N, C, HW, training, momentum, eps, block);
+                             N, C, HW, training, momentum, eps, unbiased_running_var, block);
   if (block == 8)
     return forward<8, true>(x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, N,
-                            C, HW, training, momentum, eps, block);
+                            C, HW, training, momentum, eps, unbiased_running_var, block);
   forward<16, false>(x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, N, C, HW,
-                     training, momentum, eps, 0);
+                     training, momentum, eps, unbiased_running_var, 0);
 }
 
 void batch_norm_backward(const float* dy, const float* x, const float* gamma,

@@ -11,7 +11,7 @@ namespace epoch::cpu {
 void batch_norm_forward(const float* x, const float* gamma, const float* beta,
                         float* running_mean, float* running_var, float* y, float* save_mean,
                         float* save_invstd, std::int64_t N, std::int64_t C, std::int64_t HW,
-                        bool training, float momentum, float eps) {
+                        bool training, float momentum, float eps, bool unbiased_running_var) {
   const std::int64_t M = N * HW;  // values per channel
 #pragma omp parallel for schedule(static) if (N * C * HW > 32768)
   for (std::int64_t c = 0; c < C; ++c) {
@@ -26,9 +26,10 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta,
           var += d * d;
         }
       var /= static_cast<double>(M);  // biased: used to normalize
-      const double unbiased = var * static_cast<double>(M) / static_cast<double>(M - 1);
+      const double stored =
+          unbiased_running_var ? var * static_cast<double>(M) / static_cast<double>(M - 1) : var;
       running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
-      running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * unbiased);
+      running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * stored);
     } else {
       mean = running_mean[c];
       var = running_var[c];

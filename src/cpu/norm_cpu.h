@@ -7,7 +7,8 @@
 namespace epoch::cpu {
 
 /// Training: normalizes with the batch mean and biased variance, and updates running_mean and
-/// running_var in place with the batch mean and unbiased variance (requires N*HW > 1).
+/// running_var in place with the batch mean and the unbiased variance (PyTorch), or the biased
+/// one (Keras) when unbiased_running_var is false (requires N*HW > 1).
 /// Eval: normalizes with the running statistics (left unchanged).
 /// save_mean/save_invstd receive the mean and 1/sqrt(var + eps) that were used.
 void batch_norm_forward(const float* x,        // (N, C, HW)
@@ -19,7 +20,7 @@ void batch_norm_forward(const float* x,        // (N, C, HW)
                         float* save_mean,      // (C)
                         float* save_invstd,    // (C)
                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
-                        float momentum, float eps);
+                        float momentum, float eps, bool unbiased_running_var);
 
 /// Gradients of batch_norm_forward; training includes the path through the batch statistics.
 void batch_norm_backward(const float* dy,           // (N, C, HW)

@@ -135,7 +135,7 @@ bool lrn_backward_supported(std::int64_t C, std::int64_t size) {
 void batch_norm_forward(const float* x, const float* gamma, const float* beta, float* running_mean,
                         float* running_var, float* y, float* save_mean, float* save_invstd,
                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
-                        float momentum, float eps, std::int64_t block) {
+                        float momentum, float eps, bool unbiased_running_var, std::int64_t block) {
   if (C == 0) return;
   guarded("batch_norm_forward (oneDNN)", [&] {
     const SerialIfSmall serial(N * C * HW);
@@ -167,7 +167,7 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta, f
     output_done(f->y_out, ym, y);
     stream().wait();
     const double count = static_cast<double>(N * HW);
-    const double unbias = count > 1 ? count / (count - 1) : 1.0;
+    const double unbias = unbiased_running_var && count > 1 ? count / (count - 1) : 1.0;
     for (std::int64_t c = 0; c < C; ++c) {
       if (training) {
         running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * save_mean[c];

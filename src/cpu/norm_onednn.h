@@ -21,7 +21,8 @@ void batch_norm_forward(const float* x,       // (N, C, HW)
                         float* save_mean,     // (C)
                         float* save_invstd,   // (C)
                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
-                        float momentum, float eps, std::int64_t block = 0);
+                        float momentum, float eps, bool unbiased_running_var,
+                        std::int64_t block = 0);
 
 /// As cpu::batch_norm_backward (overwrites dx, dgamma, dbeta).
 void batch_norm_backward(const float* dy,           // (N, C, HW)

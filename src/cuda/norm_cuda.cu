@@ -71,7 +71,8 @@ __global__ void bn_stats_kernel(const double* var_partial, unsigned int S,
                                 const double* batch_mean, const float* gamma, const float* beta,
                                 float* running_mean, float* running_var, float* save_mean,
                                 float* save_invstd, float* scale, float* shift, long long C,
-                                long long M, float momentum, float eps) {
+                                long long M, float momentum, float eps,
+                                bool unbiased_running_var) {
   const long long c = blockIdx.x * static_cast<long long>(kThreads) + threadIdx.x;
   if (c >= C) return;
   double mean, var;
@@ -80,9 +81,10 @@ __global__ void bn_stats_kernel(const double* var_partial, unsigned int S,
     var = 0.0;
     for (unsigned int k = 0; k < S; ++k) var += var_partial[c * S + k];
     var /= static_cast<double>(M);  // biased: used to normalize
-    const double unbiased = var * static_cast<double>(M) / static_cast<double>(M - 1);
+    const double stored =
+        unbiased_running_var ? var * static_cast<double>(M) / static_cast<double>(M - 1) : var;
     running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
-    running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * unbiased);
+    running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * stored);
   } else {
     mean = running_mean[c];
     var = running_var[c];
@@ -219,7 +221,7 @@ unsigned int blocks_per_channel_thread(long long C) {
 void batch_norm_forward(const float* x, const float* gamma, const float* beta,
                         float* running_mean, float* running_var, float* y, float* save_mean,
                         float* save_invstd, std::int64_t N, std::int64_t C, std::int64_t HW,
-                        bool training, float momentum, float eps) {
+                        bool training, float momentum, float eps, bool unbiased_running_var) {
   if (C == 0) return;
   const long long M = N * HW, total = N * C * HW;
   const Chunks ch = chunks_for(M);
@@ -241,7 +243,7 @@ void batch_norm_forward(const float* x, const float* gamma, const float* beta,
   }
   bn_stats_kernel<<<cb, kThreads>>>(training ? partial : nullptr, ch.S, mean, gamma, beta,
                                     running_mean, running_var, save_mean, save_invstd, scale,
-                                    shift, C, M, momentum, eps);
+                                    shift, C, M, momentum, eps, unbiased_running_var);
   EPOCH_CUDA_CHECK_LAUNCH();
   if (total == 0) return;
   bn_apply_kernel<<<blocks_for(total), kThreads>>>(x, scale, shift, y, total, C, HW);

@@ -19,7 +19,7 @@ void batch_norm_forward(const float* x,        // (N, C, HW)
                         float* save_mean,      // (C)
                         float* save_invstd,    // (C)
                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
-                        float momentum, float eps);
+                        float momentum, float eps, bool unbiased_running_var);
 
 /// As cpu::batch_norm_backward; training includes the path through the batch statistics.
 void batch_norm_backward(const float* dy,           // (N, C, HW)

@@ -251,6 +251,11 @@ std::shared_ptr<nn::Module> activation_link(const LayerReader& r, const std::str
     return loss_applies ? nullptr : std::make_shared<nn::Act>(nn::Activation::sigmoid);
   if (function == "hard_sigmoid") return nn::Act::hard_sigmoid(slope, offset);
   if (function == "leaky_relu") return nn::Act::leaky_relu(alpha);
+  if (function == "elu") return nn::Act::elu(alpha);
+  if (function == "selu") return nn::Act::elu(1.6732632423543772f, 1.0507009873554805f);
+  if (function == "swish" || function == "silu")
+    return std::make_shared<nn::Act>(nn::Activation::swish);
+  if (function == "relu6") return nn::Act::relu_max(6.0f);
   if (function == "softmax") {
     if (loss_applies) return nullptr;
     r.fail("activation softmax is supported only on a classifier's output layer");
@@ -318,7 +323,7 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     if (m != nullptr) links.emplace_back(suffix.empty() ? n.name : n.name + ":" + suffix, m);
   };
   const auto activation = [&](const std::string& function) {  // a conv2d's or dense's own
-    link(function, activation_link(r, function, r.number("alpha", 0.3, 0.0, 1e6),
+    link(function, activation_link(r, function, r.number("alpha", function == "elu" ? 1.0 : 0.3, 0.0, 1e6),
                                    r.number("slope", 0.2, -1e6, 1e6),
                                    r.number("offset", 0.5, -1e6, 1e6),
                                    loss_applies(d, is_output, function)));
@@ -443,19 +448,22 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     else
       link("", std::make_shared<nn::Dropout>(rate));
   } else if (op == "batch_norm") {
-    r.expect_only({"momentum", "epsilon", "caffe_factor"});
+    r.expect_only({"momentum", "epsilon", "caffe_factor", "running_variance"});
     const float momentum = r.number("momentum", 0.1, 1e-9, 1.0);
     const float eps = r.number("epsilon", 1e-5, 1e-12, 1.0);
+    const std::string variance = r.word("running_variance", "unbiased");
+    if (variance != "unbiased" && variance != "biased")
+      r.fail("running_variance ", variance, ": unbiased (PyTorch, Caffe) or biased (Keras)");
     if (in.size() != 1 && in.size() != 3) r.fail("takes (C, H, W) or (D), not ", shape_text(in));
     spend(in[0], 4, 0);
     if (r.flag("caffe_factor", false))
       link("", std::make_shared<CaffeBatchNorm>(in[0], momentum, eps));
     else
-      link("", std::make_shared<nn::BatchNorm>(in[0], momentum, eps));
+      link("", std::make_shared<nn::BatchNorm>(in[0], momentum, eps, variance == "unbiased"));
   } else if (op == "activation") {
     r.expect_only({"function", "alpha", "slope", "offset"});
     const std::string f = r.word("function", "");
-    link("", activation_link(r, f, r.number("alpha", 0.3, 0.0, 1e6), r.number("slope", 0.2, -1e6, 1e6),
+    link("", activation_link(r, f, r.number("alpha", f == "elu" ? 1.0 : 0.3, 0.0, 1e6), r.number("slope", 0.2, -1e6, 1e6),
                          r.number("offset", 0.5, -1e6, 1e6), loss_applies(d, is_output, f)));
   } else if (op == "rescaling") {
     r.expect_only({"scale", "offset", "as_preprocessing"});

@@ -155,17 +155,25 @@ class Reader {
       const double momentum = c.value("momentum", 0.99);
       if (!(momentum >= 0.0 && momentum < 1.0)) refuse("momentum ", momentum, " is outside [0, 1)");
       // Keras: moving = momentum * moving + (1 - momentum) * batch; epoch weighs the batch.
-      node("batch_norm", {{"momentum", 1.0 - momentum}, {"epsilon", c.value("epsilon", 1e-3)}});
+      // Keras's moving variance averages the batch's biased variance (tf.nn.moments).
+      node("batch_norm", {{"momentum", 1.0 - momentum},
+                          {"epsilon", c.value("epsilon", 1e-3)},
+                          {"running_variance", "biased"}});
     } else if (cls == "Activation") {
       json a = {{"function", activation(c, refuse)}};
       add_activation_parameters(a);
       node("activation", a);
     } else if (cls == "ReLU") {
-      no("max_value");
       if (c.value("threshold", 0.0) != 0.0) refuse("threshold is not supported");
       const double slope = c.value("negative_slope", 0.0);
-      node("activation", slope == 0.0 ? json{{"function", "relu"}}
-                                      : json{{"function", "leaky_relu"}, {"alpha", slope}});
+      const json max = c.value("max_value", json());
+      if (!max.is_null() && (max != 6.0 || slope != 0.0))
+        refuse("max_value ", json_excerpt(max), " is not supported (6 without a slope: ReLU6)");
+      node("activation", !max.is_null() ? json{{"function", "relu6"}}
+                         : slope == 0.0 ? json{{"function", "relu"}}
+                                        : json{{"function", "leaky_relu"}, {"alpha", slope}});
+    } else if (cls == "ELU") {
+      node("activation", {{"function", "elu"}, {"alpha", c.value("alpha", 1.0)}});
     } else if (cls == "LeakyReLU") {
       const double alpha =
           c.contains("negative_slope") ? c["negative_slope"].get<double>() : c.value("alpha", 0.3);
@@ -211,8 +219,13 @@ class Reader {
     const json a = c.value("activation", json("linear"));
     if (!a.is_string()) refuse("activation ", json_excerpt(a), " is not supported");
     const std::string f = a.get<std::string>();
-    if (f == "linear" || f == "relu" || f == "sigmoid" || f == "tanh" || f == "softmax")
+    if (f == "linear" || f == "relu" || f == "sigmoid" || f == "tanh" || f == "softmax" ||
+        f == "selu" || f == "swish" || f == "silu" || f == "relu6")
       return f;
+    if (f == "elu") {  // keras.activations.elu's default alpha
+      last_activation_params_ = {{"alpha", 1.0}};
+      return f;
+    }
     if (f == "hard_sigmoid") {
       // Keras 2: clip(0.2 x + 0.5, 0, 1); Keras 3: relu6(x + 3) / 6.
       last_activation_params_ = {{"slope", version_ == 2 ? 0.2 : 1.0 / 6.0}, {"offset", 0.5}};

@@ -15,7 +15,8 @@ using nlohmann::json;
 
 class Writer {
  public:
-  explicit Writer(const ModelDescription& d) : d_(d), shapes_(layer_output_shapes(d)) {}
+  Writer(const ModelDescription& d, std::vector<std::string>* warnings)
+      : d_(d), warnings_(warnings), shapes_(layer_output_shapes(d)) {}
 
   template <typename... Args>
   [[noreturn]] void fail(const LayerNode& n, const Args&... args) const {
@@ -129,6 +130,8 @@ class Writer {
   std::string activation(const LayerNode& n, const std::string& f) const {
     if (f == "leaky_relu" && n.attrs.value("alpha", 0.3) != 0.2)
       fail(n, "leaky_relu of slope ", n.attrs.value("alpha", 0.3), " as a layer's own activation");
+    if (f == "elu" && n.attrs.value("alpha", 1.0) != 1.0)
+      fail(n, "elu of alpha ", n.attrs.value("alpha", 1.0), " as a layer's own activation");
     if (f == "hard_sigmoid" && std::abs(n.attrs.value("slope", 0.2) - 1.0 / 6.0) > 1e-9)
       fail(n, "hard_sigmoid of slope ", n.attrs.value("slope", 0.2), " (Keras 3's is 1/6)");
     return f;
@@ -210,6 +213,11 @@ class Writer {
       emit(n.name, "Dropout", {{"rate", a.at("rate")}}, ins, n.name, shape);
     } else if (op == "batch_norm") {
       if (a.value("caffe_factor", false)) fail(n, "with Caffe's third blob");
+      if (a.value("running_variance", "unbiased") != "biased" && warnings_ != nullptr)
+        warnings_->push_back(d_.name + ": " + n.name +
+                             ": Keras's BatchNormalization averages the biased batch variance "
+                             "where this one averages the unbiased: its moving variance will "
+                             "differ by a factor (m-1)/m of m values per channel");
       emit(n.name, "BatchNormalization",
            {{"axis", -1}, {"momentum", 1.0 - a.value("momentum", 0.1)}, {"epsilon", a.value("epsilon", 1e-5)}},
            ins, n.name, shape);
@@ -218,6 +226,8 @@ class Writer {
       if (last) f = output_activation(f);
       if (f == "leaky_relu")
         emit(n.name, "LeakyReLU", {{"negative_slope", a.value("alpha", 0.3)}}, ins, n.name, shape);
+      else if (f == "elu")
+        emit(n.name, "ELU", {{"alpha", a.value("alpha", 1.0)}}, ins, n.name, shape);
       else
         emit(n.name, "Activation", {{"activation", activation(n, f)}}, ins, n.name, shape);
     } else if (op == "rescaling") {
@@ -275,6 +285,7 @@ class Writer {
   }
 
   const ModelDescription& d_;
+  std::vector<std::string>* warnings_;
   std::vector<Shape> shapes_;
   json layers_ = json::array();
   std::map<std::string, std::pair<std::string, Shape>> produced_;  // description name -> (Keras layer, shape)
@@ -282,10 +293,11 @@ class Writer {
 
 }  // namespace
 
-nlohmann::json write_keras_json(const ModelDescription& description) {
+nlohmann::json write_keras_json(const ModelDescription& description,
+                                std::vector<std::string>* warnings) {
   if (description.task == Task::frame_prediction)
     EPOCH_THROW(ConfigError, description.name, ": a frame-prediction model has no Keras form");
-  return Writer(description).write();
+  return Writer(description, warnings).write();
 }
 
 }  // namespace epoch::models

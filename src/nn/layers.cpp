@@ -170,8 +170,30 @@ Tensor Act::forward(const Tensor& x) {
       return add(affine(relu(x), 1.0f - alpha_), affine(x, alpha_));
     case Activation::linear:
       return x;
+    case Activation::elu: {  // relu(x) + alpha (e^m - 1), m = min(x, 0), e^m = s(m) / s(-m)
+      const Tensor m = affine(relu(affine(x, -1.0f)), -1.0f);
+      const Tensor e = div(sigmoid(m), sigmoid(affine(m, -1.0f)));
+      return affine(add(relu(x), affine(e, alpha_, -alpha_)), scale_);
+    }
+    case Activation::swish:
+      return mul(x, sigmoid(x));
+    case Activation::relu_max:
+      return clip(x, 0.0f, max_);
   }
   return x;
+}
+
+std::shared_ptr<Act> Act::elu(float alpha, float scale) {
+  auto a = std::make_shared<Act>(Activation::elu);
+  a->alpha_ = alpha;
+  a->scale_ = scale;
+  return a;
+}
+
+std::shared_ptr<Act> Act::relu_max(float max) {
+  auto a = std::make_shared<Act>(Activation::relu_max);
+  a->max_ = max;
+  return a;
 }
 
 std::shared_ptr<Act> Act::hard_sigmoid(float slope, float offset) {
@@ -203,6 +225,13 @@ std::string Act::describe() const {
       return "LeakyReLU(" + fmt_float(alpha_) + ")";
     case Activation::linear:
       return "Linear";
+    case Activation::elu:
+      return scale_ == 1.0f ? "ELU(" + fmt_float(alpha_) + ")"
+                            : "SELU(" + fmt_float(alpha_) + ", scale " + fmt_float(scale_) + ")";
+    case Activation::swish:
+      return "Swish";
+    case Activation::relu_max:
+      return "ReLU(max " + fmt_float(max_) + ")";
   }
   return "?";
 }
@@ -368,8 +397,8 @@ std::string Dropout::describe() const {
   return os.str();
 }
 
-BatchNorm::BatchNorm(std::int64_t channels, float momentum, float eps)
-    : momentum_(momentum), eps_(eps) {
+BatchNorm::BatchNorm(std::int64_t channels, float momentum, float eps, bool unbiased_running_var)
+    : momentum_(momentum), eps_(eps), unbiased_running_var_(unbiased_running_var) {
   weight = Tensor::full({channels}, 1.0f);
   bias = Tensor::zeros({channels});
   running_mean = Tensor::zeros({channels});
@@ -381,7 +410,8 @@ BatchNorm::BatchNorm(std::int64_t channels, float momentum, float eps)
 }
 
 Tensor BatchNorm::forward(const Tensor& x) {
-  return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
+  return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_,
+                    unbiased_running_var_);
 }
 
 bool BatchNorm::eval_affine(Tensor& scale, Tensor& shift) const {
@@ -401,7 +431,8 @@ bool BatchNorm::eval_affine(Tensor& scale, Tensor& shift) const {
 }
 
 std::string BatchNorm::describe() const {
-  return "BatchNorm(" + std::to_string(weight.size(0)) + ")";
+  return "BatchNorm(" + std::to_string(weight.size(0)) +
+         (unbiased_running_var_ ? ")" : ", biased running variance)");
 }
 
 Tensor Lrn::forward(const Tensor& x) { return lrn(x, params_); }

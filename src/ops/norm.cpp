@@ -45,7 +45,7 @@ void check_lrn(const char* op, const Tensor& x, const LrnParams& p) {
 
 BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    Tensor& running_mean, Tensor& running_var, bool training,
-                                   float momentum, float eps) {
+                                   float momentum, float eps, bool unbiased_running_var) {
   const char* op = "batch_norm_forward";
   const BnDims d = bn_dims(op, x);
   check_per_channel(op, "gamma", gamma, d.C);
@@ -75,7 +75,7 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
           plain([&](const float* xp, float* yp) {
             cpu::batch_norm_forward(xp, gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
                                     yp, r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW,
-                                    training, momentum, eps);
+                                    training, momentum, eps, unbiased_running_var);
           });
         },
 #if EPOCH_WITH_ONEDNN
@@ -88,7 +88,7 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
                                   : cpu::onednn::batch_norm_forward;
           kernel(activation_f32(xc), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
                  activation_f32(r.y), r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW,
-                 training, momentum, eps, xc.channel_block());
+                 training, momentum, eps, unbiased_running_var, xc.channel_block());
         },
     // under strict, epoch's fixed-order kernel (oneDNN sums the statistics by thread)
         .strict_ok = true,
@@ -98,7 +98,7 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
       plain([&](const float* xp, float* yp) {
         cuda::batch_norm_forward(xp, gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(), yp,
                                  r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW, training,
-                                 momentum, eps);
+                                 momentum, eps, unbiased_running_var);
       });
     },
 #endif

@@ -88,7 +88,7 @@ Outputs run(const Case& c, const Inputs& in, bool training, bool reference) {
   if (reference) {
     cpu::batch_norm_forward(in.x.data(), in.gamma.data(), in.beta.data(), o.running_mean.data(),
                             o.running_var.data(), o.y.data(), o.save_mean.data(),
-                            o.save_invstd.data(), c.N, c.C, c.HW, training, kMomentum, kEps);
+                            o.save_invstd.data(), c.N, c.C, c.HW, training, kMomentum, kEps, true);
     cpu::batch_norm_backward(in.dy.data(), in.x.data(), in.gamma.data(), o.save_mean.data(),
                              o.save_invstd.data(), o.dx.data(), o.dgamma.data(), o.dbeta.data(),
                              c.N, c.C, c.HW, training);
@@ -99,7 +99,7 @@ Outputs run(const Case& c, const Inputs& in, bool training, bool reference) {
   cpu::fixed_order::batch_norm_forward(x.data(), in.gamma.data(), in.beta.data(),
                                        o.running_mean.data(), o.running_var.data(), y.data(),
                                        o.save_mean.data(), o.save_invstd.data(), c.N, c.C, c.HW,
-                                       training, kMomentum, kEps, c.block);
+                                       training, kMomentum, kEps, true, c.block);
   cpu::fixed_order::batch_norm_backward(dy.data(), x.data(), in.gamma.data(), o.save_mean.data(),
                                         o.save_invstd.data(), dx.data(), o.dgamma.data(),
                                         o.dbeta.data(), c.N, c.C, c.HW, training, c.block);

@@ -5,6 +5,7 @@
 // line each.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -63,6 +64,23 @@ TEST(ModelFile, KerasFilesGiveKerasCountsAndShapes) {
   }
 }
 
+// The activations as Keras computes them: a file of ELU(0.5), elu, selu, swish, silu,
+// ReLU(max_value=6), relu6, hard_sigmoid (Keras 3's), LeakyReLU(0.1), leaky_relu (0.2), tanh,
+// sigmoid, ReLU and linear side by side, against Keras's own output on seven values.
+TEST(ModelFile, ActivationsComputeAsKeras) {
+  const json want = expected()["activations"]["forward"];
+  const std::shared_ptr<Model> m = build_model(keras_dir() + "activations.json");
+  m->train(false);
+  const std::vector<float> in = want["input"].get<std::vector<float>>();
+  const std::vector<float> out =
+      m->forward(Tensor::from_vector({1, static_cast<std::int64_t>(in.size())}, in)).to_vector();
+  const std::vector<float> keras = want["output"].get<std::vector<float>>();
+  ASSERT_EQ(out.size(), keras.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    EXPECT_NEAR(out[i], keras[i], 2e-6f * std::max(1.0f, std::abs(keras[i])))
+        << "value " << i % in.size() << " of activation " << i / in.size();
+}
+
 const LayerNode& layer_of(const ModelDescription& d, const std::string& op, int index = 0) {
   for (const LayerNode& n : d.layers)
     if (n.op == op && index-- == 0) return n;
@@ -100,6 +118,12 @@ TEST(ModelFile, KerasSemanticsReachTheDescription) {
   const LayerNode& bn0 = layer_of(residual, "batch_norm", 0);  // Keras's defaults
   EXPECT_NEAR(bn0.attrs["momentum"].get<double>(), 0.01, 1e-9);
   EXPECT_NEAR(bn0.attrs["epsilon"].get<double>(), 1e-3, 1e-12);
+  EXPECT_EQ(bn0.attrs["running_variance"], "biased");  // Keras averages the biased variance
+  bool biased_built = false;
+  const std::shared_ptr<Model> built = build_described(residual);
+  for (const auto& [name, child] : built->children())
+    biased_built |= child->describe().find("biased running variance") != std::string::npos;
+  EXPECT_TRUE(biased_built);
   // L2(1e-4) on two kernels: weight decay 2e-4 on those parameters alone, with SGD's settings.
   EXPECT_NEAR(std::get<double>(*setting(residual.recipe, "optimizer.weight_decay")), 2e-4, 1e-12);
   EXPECT_EQ(std::get<std::vector<std::string>>(*setting(residual.recipe, "optimizer.decay_only"))

@@ -2,6 +2,8 @@
 // hard sigmoid of any slope): each against values worked by hand and its numerical gradient.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "epoch/autograd/autograd.h"
 #include "epoch/autograd/functions.h"
 #include "epoch/nn/layers.h"
@@ -55,6 +57,20 @@ TEST(FileLayers, ActivationsOfKerasFiles) {
       [](const std::vector<Tensor>& in) { return Act::leaky_relu(0.2f)->forward(in[0]); }, {a}));
   EXPECT_TRUE(testing::gradcheck(
       [](const std::vector<Tensor>& in) { return Rescale(-2.0f, 0.5f).forward(in[0]); }, {a}));
+  // ELU (and SELU), swish, ReLU6 against std::exp and by hand.
+  const Tensor y = Act::elu(1.5f, 2.0f)->forward(x);
+  const std::vector<float> e = values(y);
+  EXPECT_NEAR(e[0], 2.0f * 1.5f * (std::exp(-4.0f) - 1.0f), 1e-6f);
+  EXPECT_NEAR(e[1], 2.0f * 1.5f * (std::exp(-1.0f) - 1.0f), 1e-6f);
+  EXPECT_FLOAT_EQ(e[2], 1.0f);
+  EXPECT_FLOAT_EQ(e[3], 8.0f);
+  EXPECT_NEAR(values(Act(Activation::swish).forward(x))[1], -1.0f / (1.0f + std::exp(1.0f)), 1e-6f);
+  EXPECT_EQ(values(Act::relu_max(6.0f)->forward(Tensor::from_vector({1, 3}, {-1, 3, 9}))),
+            (std::vector<float>{0, 3, 6}));
+  EXPECT_TRUE(testing::gradcheck(
+      [](const std::vector<Tensor>& in) { return Act::elu(1.0f, 1.0507f)->forward(in[0]); }, {a}));
+  EXPECT_TRUE(testing::gradcheck(
+      [](const std::vector<Tensor>& in) { return Act(Activation::swish).forward(in[0]); }, {a}));
   Tensor b = testing::random_tensor({3, 5}, 4, -2.5f, 2.5f).set_requires_grad(true);
   EXPECT_TRUE(testing::gradcheck(
       [](const std::vector<Tensor>& in) {

@@ -76,6 +76,32 @@ TEST(BatchNorm, TrainingValuesByHand) {
       rv, Tensor::from_vector({2}, {0.9f + 0.1f * 5.0f / 3.0f, 1.8f + 0.1f * 56.0f / 3.0f})));
 }
 
+// Keras's running variance averages the biased variance (Keras 3.15's BatchNormalization,
+// momentum 0.9, on this x from a moving variance of 1: 1.025 and 2.3); every CPU kernel (the
+// reference, oneDNN's and strict's fixed-order one) and an NCHW input as well as (N, C) take it so.
+TEST(BatchNorm, BiasedRunningVarianceAsKeras) {
+  for (const ops::CpuKernels kernels :
+       {ops::CpuKernels::reference, ops::CpuKernels::fast, ops::CpuKernels::strict}) {
+    ops::CpuKernelsGuard guard(kernels);
+    // Channel 0: 1 2 3 4 (biased var 1.25); channel 1: -2 0 2 8 (biased var 14).
+    const Tensor x = Tensor::from_vector({4, 2}, {1, -2, 2, 0, 3, 2, 4, 8});
+    Tensor rm = Tensor::from_vector({2}, {0.0f, 1.0f});
+    Tensor rv = Tensor::from_vector({2}, {1.0f, 2.0f});
+    const ops::BatchNormResult r = ops::batch_norm_forward(
+        x, Tensor::full({2}, 1.0f), Tensor::zeros({2}), rm, rv, true, 0.1f, kEps, false);
+    EXPECT_TRUE(testing::allclose(rv, Tensor::from_vector({2}, {0.9f + 0.125f, 1.8f + 1.4f})))
+        << static_cast<int>(kernels);
+    EXPECT_TRUE(testing::allclose(rm, Tensor::from_vector({2}, {0.25f, 1.1f})));
+    // The same values as (N, C, H, W) = (2, 2, 1, 2): channel 0 holds 1 2 | 3 4.
+    const Tensor x4 = Tensor::from_vector({2, 2, 1, 2}, {1, 2, -2, 0, 3, 4, 2, 8});
+    Tensor rv4 = Tensor::from_vector({2}, {1.0f, 2.0f}), rm4 = Tensor::zeros({2});
+    ops::batch_norm_forward(x4, Tensor::full({2}, 1.0f), Tensor::zeros({2}), rm4, rv4, true, 0.1f,
+                            kEps, false);
+    EXPECT_TRUE(testing::allclose(rv4, Tensor::from_vector({2}, {0.9f + 0.125f, 1.8f + 1.4f})))
+        << static_cast<int>(kernels);
+  }
+}
+
 TEST(BatchNorm, FourDimensionalTrainingAndEvalMatchDefinition) {
   ops::CpuKernelsGuard reference(ops::CpuKernels::reference);
   const Tensor x = testing::random_tensor({3, 4, 5, 2}, 80, -2.0f, 3.0f);

@@ -31,9 +31,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu = fal
               ReluGrad relu_grad = ReluGrad::in_layer);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor bias_add(const Tensor& x, const Tensor& b);
-/// Updates running statistics in place when training.
+/// Updates running statistics in place when training (the variance unbiased as PyTorch's, or
+/// biased as Keras's).
 Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
-                  Tensor& running_var, bool training, float momentum, float eps);
+                  Tensor& running_var, bool training, float momentum, float eps,
+                  bool unbiased_running_var = true);
 Tensor lrn(const Tensor& x, const ops::LrnParams& p);
 /// Identity unless training; the mask is a pure function of (seed, key).
 Tensor dropout(const Tensor& x, float p, bool training, std::uint64_t seed, std::uint64_t key);

@@ -29,9 +29,11 @@ namespace epoch::models {
 ///               written for Keras are permuted to match)
 ///   dropout     rate*
 ///   batch_norm  momentum (the weight of the batch's statistics, PyTorch's convention: 0.1),
-///               epsilon (1e-5), caffe_factor (false: Caffe's third blob, one number, as a buffer)
+///               epsilon (1e-5), caffe_factor (false: Caffe's third blob, one number, as a buffer),
+///               running_variance "unbiased" (PyTorch, Caffe) | "biased" (Keras): what the
+///               running variance averages
 ///   activation  function* relu | sigmoid | tanh | softmax | linear | leaky_relu (alpha) |
-///               hard_sigmoid (slope, offset)
+///               hard_sigmoid (slope, offset) | elu (alpha: 1) | selu | swish (silu) | relu6
 ///   rescaling   scale*, offset (0); as_preprocessing: applied to the input by the data pipeline
 ///               (the run's rescale), not again by the model
 ///   lrn         size*, alpha*, beta*, k (1): across channels, alpha divided by size (Caffe's)

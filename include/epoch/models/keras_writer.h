@@ -4,12 +4,17 @@
 // pooling, padded max pooling, residual blocks) is refused in one line naming the layer.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "epoch/models/description.h"
 
 namespace epoch::models {
 
-nlohmann::json write_keras_json(const ModelDescription& description);
+/// What Keras will compute differently (a batch norm's running variance) goes to warnings.
+nlohmann::json write_keras_json(const ModelDescription& description,
+                                std::vector<std::string>* warnings = nullptr);
 
 }  // namespace epoch::models

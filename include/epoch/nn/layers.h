@@ -52,16 +52,20 @@ class Linear : public Module {
   Tensor weight, bias;
 };
 
-enum class Activation { relu, sigmoid, tanh, hard_sigmoid, leaky_relu, linear };
+enum class Activation { relu, sigmoid, tanh, hard_sigmoid, leaky_relu, linear, elu, swish, relu_max };
 
 /// A pointwise activation. hard_sigmoid: clip(slope x + offset, 0, 1) (Keras 2's 0.2, 0.5;
 /// Keras 3's relu6(x + 3) / 6 is 1/6, 0.5); leaky_relu: x for x > 0, alpha x below; linear:
-/// the identity.
+/// the identity; elu: scale (x for x > 0, alpha (e^x - 1) below) (SELU: scale 1.0507009873554805,
+/// alpha 1.6732632423543772), e^x taken as sigmoid(x) / sigmoid(-x); swish (SiLU): x sigmoid(x);
+/// relu_max: min(max(x, 0), max) (ReLU6).
 class Act : public Module {
  public:
   explicit Act(Activation kind) : kind_(kind) {}
   static std::shared_ptr<Act> hard_sigmoid(float slope, float offset);
   static std::shared_ptr<Act> leaky_relu(float alpha);
+  static std::shared_ptr<Act> elu(float alpha, float scale = 1.0f);
+  static std::shared_ptr<Act> relu_max(float max);
   Tensor forward(const Tensor& x) override;
   bool takes_blocked() const override { return kind_ == Activation::relu; }
   bool is_relu() const override { return kind_ == Activation::relu; }
@@ -70,7 +74,9 @@ class Act : public Module {
  private:
   Activation kind_;
   float slope_ = 0.2f, offset_ = 0.5f;  // hard_sigmoid
-  float alpha_ = 0.0f;                  // leaky_relu
+  float alpha_ = 0.0f;                  // leaky_relu, elu
+  float scale_ = 1.0f;                  // elu
+  float max_ = 6.0f;                    // relu_max
 };
 
 /// Zeros around each image: (N, C, H, W) -> (N, C, top + H + bottom, left + W + right).
@@ -192,7 +198,10 @@ class Dropout : public Module {
 /// Batch normalization over channels of (N, C) or (N, C, H, W), PyTorch's running statistics.
 class BatchNorm : public Module {
  public:
-  explicit BatchNorm(std::int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
+  /// unbiased_running_var: the running variance averages the batch's unbiased variance
+  /// (PyTorch, Caffe) or, false, its biased one (Keras); normalizing uses the biased one either way.
+  explicit BatchNorm(std::int64_t channels, float momentum = 0.1f, float eps = 1e-5f,
+                     bool unbiased_running_var = true);
   Tensor forward(const Tensor& x) override;
   /// Activations kept channel-blocked stay so on the fast path (y and dx in x's layout).
   bool takes_blocked() const override { return true; }
@@ -203,6 +212,7 @@ class BatchNorm : public Module {
 
  private:
   float momentum_, eps_;
+  bool unbiased_running_var_;
 };
 
 /// Local response normalization across channels.

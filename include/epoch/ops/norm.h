@@ -17,11 +17,12 @@ struct BatchNormResult {
 
 /// x (N, C) or (N, C, H, W); gamma, beta, running_mean, running_var (C).
 /// training: normalizes with batch statistics and updates the running ones in place
-/// (running = (1 - momentum) * running + momentum * batch, unbiased variance), as PyTorch does.
+/// (running = (1 - momentum) * running + momentum * batch, with the unbiased variance as PyTorch
+/// does, or the biased one as Keras does when unbiased_running_var is false).
 /// eval: normalizes with the running statistics.
 BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    Tensor& running_mean, Tensor& running_var, bool training,
-                                   float momentum, float eps);
+                                   float momentum, float eps, bool unbiased_running_var = true);
 
 struct BatchNormGrads {
   Tensor dx, dgamma, dbeta;

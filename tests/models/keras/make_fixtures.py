@@ -10,6 +10,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 from keras import layers  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -116,6 +117,22 @@ def odd_layers():
     return m
 
 
+def activations():
+    """The activation layers and functions side by side on one input, without weights, so the
+    forward pass can be compared with Keras's own output (expected.json "forward")."""
+    i = keras.Input((7,))
+    outs = [layers.ELU(alpha=0.5)(i), layers.Activation("elu")(i), layers.Activation("selu")(i),
+            layers.Activation("swish")(i), layers.Activation("silu")(i),
+            layers.ReLU(max_value=6.0)(i), layers.Activation("relu6")(i),
+            layers.Activation("hard_sigmoid")(i), layers.LeakyReLU(negative_slope=0.1)(i),
+            layers.Activation("leaky_relu")(i), layers.Activation("tanh")(i),
+            layers.Activation("sigmoid")(i), layers.ReLU()(i), layers.Activation("linear")(i)]
+    m = keras.Model(i, layers.Concatenate()(outs), name="activations")
+    m.compile(optimizer="adam",
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
 def autoencoder():
     """MODELS.md's autoencoder on flat 784-vectors, as Keras writes it."""
     m = keras.Sequential([
@@ -171,7 +188,8 @@ def keras2(model_json):
 
 def main():
     expected = {}
-    for make in (catdog, catdog_changed, cifar10_keras, residual, odd_layers, autoencoder):
+    for make in (catdog, catdog_changed, cifar10_keras, residual, odd_layers, autoencoder,
+                 activations):
         m = make()
         name = make.__name__
         with open(os.path.join(HERE, name + ".json"), "w") as f:
@@ -180,6 +198,9 @@ def main():
                           "output_shape": list(m.output_shape),
                           "layer_output_shapes": {l.name: list(l.output.shape)
                                                   for l in m.layers}}
+    x = np.array([[-8.0, -2.5, -0.4, 0.0, 0.3, 2.0, 9.0]], dtype="float32")
+    expected["activations"]["forward"] = {"input": x[0].tolist(),
+                                          "output": activations()(x).numpy()[0].tolist()}
     # Keras 2's form of three of them (the same counts; the task from the output layer).
     for make in (catdog, residual, odd_layers):
         with open(os.path.join(HERE, make.__name__ + "_keras2.json"), "w") as f:
