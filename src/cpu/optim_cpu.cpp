@@ -49,7 +49,9 @@ void adam_loop(float* p, const float* g, float* m, float* v, std::int64_t n, flo
 
 template <bool Centered, bool Momentum>
 void rmsprop_loop(float* p, const float* g, float* sq, float* ga, float* buf, std::int64_t n,
-                  float lr, float alpha, float eps, float wd, float momentum) {
+                  float lr, float alpha, float eps, float wd, float momentum, bool eps_inside) {
+  // eps inside or after the root; adding 0 leaves the other form's bits as they were
+  const float inner = eps_inside ? eps : 0.0f, outer = eps_inside ? 0.0f : eps;
 #pragma omp parallel for simd schedule(static) if (n > kParallelThreshold)
   for (std::int64_t i = 0; i < n; ++i) {
     const float d = g[i] + wd * p[i];
@@ -59,9 +61,9 @@ void rmsprop_loop(float* p, const float* g, float* sq, float* ga, float* buf, st
     if constexpr (Centered) {
       const float a = alpha * ga[i] + (1.0f - alpha) * d;
       ga[i] = a;
-      avg = std::sqrt(s - a * a) + eps;
+      avg = std::sqrt(s - a * a + inner) + outer;
     } else {
-      avg = std::sqrt(s) + eps;
+      avg = std::sqrt(s + inner) + outer;
     }
     if constexpr (Momentum) {
       const float b = momentum * buf[i] + d / avg;
@@ -95,16 +97,17 @@ void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, flo
 }
 
 void rmsprop_step(float* p, const float* g, float* sq, float* ga, float* buf, std::int64_t n,
-                  float lr, float alpha, float eps, float weight_decay, float momentum) {
+                  float lr, float alpha, float eps, float weight_decay, float momentum,
+                  bool eps_inside_sqrt) {
   const bool centered = ga != nullptr, with_momentum = momentum != 0.0f;
   if (centered && with_momentum)
-    rmsprop_loop<true, true>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+    rmsprop_loop<true, true>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum, eps_inside_sqrt);
   else if (centered)
-    rmsprop_loop<true, false>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+    rmsprop_loop<true, false>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum, eps_inside_sqrt);
   else if (with_momentum)
-    rmsprop_loop<false, true>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+    rmsprop_loop<false, true>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum, eps_inside_sqrt);
   else
-    rmsprop_loop<false, false>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum);
+    rmsprop_loop<false, false>(p, g, sq, ga, buf, n, lr, alpha, eps, weight_decay, momentum, eps_inside_sqrt);
 }
 
 void lars_step(float* p, const float* g, float* v, std::int64_t n, float scaled_lr, float momentum,

@@ -24,7 +24,8 @@ void adam_step(float* p,        // (n) parameter, updated in place
                bool decoupled, float step_size, float sqrt_bias2);
 
 /// RMSprop. d = g + wd*p; sq = alpha*sq + (1-alpha)*d^2; centered: ga = alpha*ga + (1-alpha)*d,
-/// avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps; momentum > 0: buf = momentum*buf +
+/// avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps (eps_inside_sqrt: Keras's sqrt(sq +
+/// eps), sqrt(sq - ga^2 + eps)); momentum > 0: buf = momentum*buf +
 /// d/avg, p -= lr*buf; else p -= lr*d/avg.
 void rmsprop_step(float* p,        // (n) parameter, updated in place
                   const float* g,  // (n) gradient
@@ -32,7 +33,7 @@ void rmsprop_step(float* p,        // (n) parameter, updated in place
                   float* ga,       // (n) running mean of gradients; null unless centered
                   float* buf,      // (n) momentum buffer; null when momentum == 0
                   std::int64_t n, float lr, float alpha, float eps, float weight_decay,
-                  float momentum);
+                  float momentum, bool eps_inside_sqrt);
 
 /// LARS as You, Gitman and Ginsburg (and Intel-Caffe) write it: v = momentum*v + scaled_lr*(g +
 /// wd*p); p -= v, with scaled_lr = lr * the layer's trust ratio, computed by the caller.

@@ -47,7 +47,9 @@ __global__ void adam_kernel(float* p, const float* g, float* m, float* v, long l
 
 __global__ void rmsprop_kernel(float* p, const float* g, float* sq, float* ga, float* buf,
                                long long n, float lr, float alpha, float eps, float wd,
-                               float momentum) {
+                               float momentum, float inner) {
+  // eps inside the root (Keras: inner = eps, outer 0) or after it (inner 0)
+  const float outer = eps - inner;
   // ga and buf are null exactly when their option is off: uniform branches.
   EPOCH_GRID_STRIDE(i, n) {
     const float d = g[i] + wd * p[i];
@@ -57,9 +59,9 @@ __global__ void rmsprop_kernel(float* p, const float* g, float* sq, float* ga, f
     if (ga != nullptr) {
       const float a = alpha * ga[i] + (1.0f - alpha) * d;
       ga[i] = a;
-      avg = sqrtf(s - a * a) + eps;
+      avg = sqrtf(s - a * a + inner) + outer;
     } else {
-      avg = sqrtf(s) + eps;
+      avg = sqrtf(s + inner) + outer;
     }
     if (buf != nullptr) {
       const float b = momentum * buf[i] + d / avg;
@@ -118,10 +120,12 @@ void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, flo
 }
 
 void rmsprop_step(float* p, const float* g, float* sq, float* ga, float* buf, std::int64_t n,
-                  float lr, float alpha, float eps, float weight_decay, float momentum) {
+                  float lr, float alpha, float eps, float weight_decay, float momentum,
+                  bool eps_inside_sqrt) {
   if (n == 0) return;
   rmsprop_kernel<<<blocks_for(n), kThreads>>>(p, g, sq, ga, momentum != 0.0f ? buf : nullptr, n,
-                                              lr, alpha, eps, weight_decay, momentum);
+                                              lr, alpha, eps, weight_decay, momentum,
+                                              eps_inside_sqrt ? eps : 0.0f);
   EPOCH_CUDA_CHECK_LAUNCH();
 }
 

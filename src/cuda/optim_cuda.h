@@ -30,7 +30,7 @@ void rmsprop_step(float* p,        // (n) parameter, updated in place
                   float* ga,       // (n) running mean of gradients; null unless centered
                   float* buf,      // (n) momentum buffer; null when momentum == 0
                   std::int64_t n, float lr, float alpha, float eps, float weight_decay,
-                  float momentum);
+                  float momentum, bool eps_inside_sqrt);
 
 /// LARS, as cpu::lars_step: v = momentum*v + scaled_lr*(g + wd*p); p -= v.
 void lars_step(float* p, const float* g, float* v, std::int64_t n, float scaled_lr, float momentum,

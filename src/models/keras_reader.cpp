@@ -41,6 +41,16 @@ class Reader {
     const json& c = l.contains("config") && l["config"].is_object() ? l["config"] : empty_;
     const std::string name = layer_name(l);
     const auto refuse = [&](const auto&... args) { fail(name, ": ", cls, " ", args...); };
+    // A mixed-precision (or float64) policy: epoch computes in float32; said once per policy.
+    const json dtype = c.value("dtype", json());
+    const std::string policy =
+        dtype.is_string() ? dtype.get<std::string>()
+        : dtype.is_object() && dtype.contains("config") && dtype["config"].is_object()
+            ? dtype["config"].value("name", "")
+            : "";
+    if (!policy.empty() && policy != "float32" && policies_.insert(policy).second)
+      out.warnings.push_back(file_ + ": " + name + ": dtype policy " + policy +
+                             " (and any other layer's): epoch computes in float32");
     const auto node = [&](const std::string& op, json attrs) {
       LayerNode n;
       n.name = name;
@@ -324,6 +334,7 @@ class Reader {
   std::size_t input_rank_ = 3;
   json last_activation_params_ = json::object();
   std::vector<std::pair<std::string, double>> l2_;
+  std::set<std::string> policies_;  // dtype policies other than float32 already warned of
   const json empty_ = json::object();
 };
 
@@ -399,8 +410,24 @@ Task task_of(const Reader& r, const json& top, const std::string& out_activation
     name = loss.get<std::string>();
   } else if (loss.is_object()) {
     name = loss.value("class_name", "");
-    if (loss.contains("config") && loss["config"].is_object())
-      from_logits = loss["config"].value("from_logits", false);
+    if (loss.contains("config") && loss["config"].is_object()) {
+      const json& lc = loss["config"];
+      from_logits = lc.value("from_logits", false);
+      // What would change the loss itself is refused, not dropped.
+      if (lc.contains("label_smoothing") && lc["label_smoothing"] != 0 &&
+          lc["label_smoothing"] != 0.0)
+        r.fail("compile_config loss ", name, " label_smoothing ",
+               json_excerpt(lc["label_smoothing"]), " is not supported");
+      const json reduction = lc.value("reduction", json("sum_over_batch_size"));
+      if (reduction != "sum_over_batch_size" && reduction != "auto" && !reduction.is_null())
+        r.fail("compile_config loss ", name, " reduction ", json_excerpt(reduction),
+               " is not supported (sum_over_batch_size: the batch's mean)");
+      if (lc.contains("ignore_class") && !lc["ignore_class"].is_null())
+        r.fail("compile_config loss ", name, " ignore_class is not supported");
+      if (lc.contains("axis") && lc["axis"] != -1)
+        r.fail("compile_config loss ", name, " axis ", json_excerpt(lc["axis"]),
+               " is not supported");
+    }
   } else {
     r.fail("compile_config loss ", json_excerpt(loss), " is not supported (one loss)");
   }
@@ -442,7 +469,8 @@ void optimizer_recipe(const Reader& r, const json& top, Recipe& recipe, bool& de
         .set("optimizer.lr", lr)
         .set("optimizer.beta1", number("beta_1", 0.9))
         .set("optimizer.beta2", number("beta_2", 0.999))
-        .set("optimizer.eps", number("epsilon", 1e-7));
+        .set("optimizer.eps", number("epsilon", 1e-7))
+        .set("optimizer.keras_epsilon", true);  // "epsilon hat": added before the bias correction
     if (cls == "adamw") {
       recipe.set("optimizer.weight_decay", number("weight_decay", 0.004));
       decoupled = true;
@@ -463,6 +491,7 @@ void optimizer_recipe(const Reader& r, const json& top, Recipe& recipe, bool& de
         .set("optimizer.lr", lr)
         .set("optimizer.alpha", number("rho", 0.9))
         .set("optimizer.eps", number("epsilon", 1e-7))
+        .set("optimizer.keras_epsilon", true)  // inside the square root
         .set("optimizer.centered", c.value("centered", false));
   } else {
     r.fail("compile_config optimizer ", cls, " is not supported (Adam, AdamW, SGD, RMSprop)");

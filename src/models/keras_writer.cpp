@@ -3,7 +3,10 @@
 // Keras 3's inbound nodes, with the output's softmax or sigmoid that the task's loss applies.
 #include "epoch/models/keras_writer.h"
 
+#include <map>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "epoch/models/graph_model.h"
 #include "epoch/tensor/error.h"
@@ -125,6 +128,42 @@ class Writer {
     return {{"module", "keras.initializers"}, {"class_name", cls}, {"config", c}, {"registered_name", nullptr}};
   }
 
+  /// The recipe's setting `key`, if any.
+  const Recipe::Value* setting(const std::string& key) const {
+    const Recipe::Value* v = nullptr;
+    for (const auto& [k, value] : d_.recipe.settings)
+      if (k == key) v = &value;
+    return v;
+  }
+
+  /// The weight decays that L2 regularizers gave (a coupled decay limited to named parameters,
+  /// as the Keras reader writes it): the L2 factor wd / 2 of the parameter at `path`, else 0.
+  double l2_of(const std::string& path) const {
+    const Recipe::Value* name = setting("optimizer.name");
+    const Recipe::Value* wd = setting("optimizer.weight_decay");
+    const Recipe::Value* only = setting("optimizer.decay_only");
+    if (name == nullptr || wd == nullptr || only == nullptr) return 0.0;
+    const std::string* n = std::get_if<std::string>(name);
+    const double* w = std::get_if<double>(wd);
+    const auto* prefixes = std::get_if<std::vector<std::string>>(only);
+    if (n == nullptr || w == nullptr || prefixes == nullptr || *w <= 0.0) return 0.0;
+    if (*n != "sgd" && *n != "adam" && *n != "rmsprop") return 0.0;  // decoupled or layer-wise
+    for (const std::string& p : *prefixes)
+      if (path.starts_with(p)) return *w / 2.0;
+    return 0.0;
+  }
+  bool l2_written() const {
+    for (const LayerNode& n : d_.layers)
+      if (l2_of(n.name + ".weight") > 0 || l2_of(n.name + ".bias") > 0) return true;
+    return false;
+  }
+  static json l2_json(double l2) {
+    return {{"module", "keras.regularizers"},
+            {"class_name", "L2"},
+            {"config", {{"l2", l2}}},
+            {"registered_name", nullptr}};
+  }
+
   /// The Keras activation string of a conv2d's or dense's own activation; a leaky ReLU of
   /// another slope, or a hard sigmoid of another slope, is refused.
   std::string activation(const LayerNode& n, const std::string& f) const {
@@ -158,6 +197,9 @@ class Writer {
                 {"use_bias", a.value("bias", true)},
                 {"kernel_initializer", initializer(n, "weight_init", "GlorotUniform")},
                 {"bias_initializer", initializer(n, "bias_init", "Zeros")}};
+      if (const double l2 = l2_of(n.name + ".weight"); l2 > 0) c["kernel_regularizer"] = l2_json(l2);
+      if (const double l2 = l2_of(n.name + ".bias"); l2 > 0 && a.value("bias", true))
+        c["bias_regularizer"] = l2_json(l2);
       std::vector<std::string> from = ins;
       if (op == "conv2d") {
         json padding = a.value("padding", json("valid"));
@@ -262,11 +304,18 @@ class Writer {
       const std::string* v = it == r.end() ? nullptr : std::get_if<std::string>(&it->second);
       return v != nullptr ? *v : fallback;
     };
+    const auto flag = [&](const char* key) {
+      const auto it = r.find(key);
+      const bool* v = it == r.end() ? nullptr : std::get_if<bool>(&it->second);
+      return v != nullptr && *v;
+    };
     const std::string name = word("optimizer.name", "adam");
     json opt;
     if (name == "sgd") {
       opt = {{"class_name", "SGD"},
-             {"config", {{"learning_rate", number("optimizer.lr", 0.01)}, {"momentum", number("optimizer.momentum", 0.0)}}}};
+             {"config", {{"learning_rate", number("optimizer.lr", 0.01)},
+                         {"momentum", number("optimizer.momentum", 0.0)},
+                         {"nesterov", flag("optimizer.nesterov")}}}};
     } else if (name == "rmsprop") {
       opt = {{"class_name", "RMSprop"},
              {"config", {{"learning_rate", number("optimizer.lr", 0.001)}, {"rho", number("optimizer.alpha", 0.9)},
@@ -278,6 +327,27 @@ class Writer {
     }
     opt["module"] = "keras.optimizers";
     opt["registered_name"] = nullptr;
+    // What the recipe says that this compile_config does not carry (schedules, decay, ...).
+    static const std::set<std::string> written = {
+        "optimizer.name", "optimizer.lr", "optimizer.momentum", "optimizer.alpha",
+        "optimizer.eps", "optimizer.beta1", "optimizer.beta2", "optimizer.keras_epsilon"};
+    std::string left;
+    for (const auto& [key, value] : r) {
+      const bool keras_default = (key == "schedule.name" && word(key.c_str(), "") == "constant") ||
+                                 (key == "schedule.warmup_steps" && number(key.c_str(), 0) == 0) ||
+                                 key == "optimizer.nesterov" || key == "batch_size" || key == "seed";
+      const bool as_l2 = (key == "optimizer.weight_decay" || key == "optimizer.decay_only") &&
+                         l2_written();  // the layers' kernel_regularizer
+      if (written.count(key) == 0 && !keras_default && !as_l2)
+        left += (left.empty() ? "" : ", ") + key;
+    }
+    bool keras_eps = false;
+    if (const auto it = r.find("optimizer.keras_epsilon"); it != r.end())
+      if (const bool* b = std::get_if<bool>(&it->second)) keras_eps = *b;
+    if (name != "sgd" && !keras_eps)
+      left += std::string(left.empty() ? "" : ", ") + "optimizer.eps where PyTorch adds it";
+    if (!left.empty() && warnings_ != nullptr)
+      warnings_->push_back(d_.name + ": Keras's compile_config leaves out the recipe's " + left);
     const char* loss = d_.task == Task::classification ? "sparse_categorical_crossentropy"
                        : d_.task == Task::binary       ? "binary_crossentropy"
                                                        : "mean_squared_error";

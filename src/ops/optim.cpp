@@ -91,12 +91,12 @@ void rmsprop_step_(Tensor& param, const Tensor& grad, Tensor& square_avg, Tensor
     .cpu =
         [&] {
           cpu::rmsprop_step(param.f32(), g.f32(), sq, ga, buf, n, h.lr, h.alpha, h.eps,
-                            h.weight_decay, h.momentum);
+                            h.weight_decay, h.momentum, h.eps_inside_sqrt);
         },
 #if EPOCH_WITH_CUDA
     .cuda = [&] {
       cuda::rmsprop_step(param.f32(), g.f32(), sq, ga, buf, n, h.lr, h.alpha, h.eps, h.weight_decay,
-                         h.momentum);
+                         h.momentum, h.eps_inside_sqrt);
     },
 #endif
   });

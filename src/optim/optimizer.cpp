@@ -217,13 +217,14 @@ void Sgd::update(std::size_t i, Tensor& param, const Tensor& grad) {
 // Adam / AdamW
 
 Adam::Adam(NamedTensors params, float lr, float beta1, float beta2, float eps, float weight_decay,
-           bool decoupled)
+           bool decoupled, bool keras_epsilon)
     : Optimizer(decoupled ? "adamw" : "adam", std::move(params), lr),
       beta1_(beta1),
       beta2_(beta2),
       eps_(eps),
       weight_decay_(weight_decay),
-      decoupled_(decoupled) {
+      decoupled_(decoupled),
+      keras_epsilon_(keras_epsilon) {
   check_adam_like(name(), beta1, beta2, eps, weight_decay);
   exp_avg_ = add_buffer("exp_avg");
   exp_avg_sq_ = add_buffer("exp_avg_sq", BufferValues::non_negative);
@@ -238,7 +239,8 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
                   {.lr = lr(),
                    .beta1 = beta1_,
                    .beta2 = beta2_,
-                   .eps = eps_,
+                   // Keras: m_hat / (sqrt(v) / sqrt_bias2 + eps / sqrt_bias2)
+                   .eps = keras_epsilon_ ? static_cast<float>(eps_ / next.sqrt_bias2) : eps_,
                    .weight_decay = decay_for(i, weight_decay_),
                    .decoupled = decoupled_,
                    .step_size = static_cast<float>(lr() / next.bias1),
@@ -250,13 +252,14 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
 // RMSprop
 
 Rmsprop::Rmsprop(NamedTensors params, float lr, float alpha, float eps, float weight_decay,
-                 float momentum, bool centered)
+                 float momentum, bool centered, bool keras_epsilon)
     : Optimizer("rmsprop", std::move(params), lr),
       alpha_(alpha),
       eps_(eps),
       weight_decay_(weight_decay),
       momentum_(momentum),
-      centered_(centered) {
+      centered_(centered),
+      keras_epsilon_(keras_epsilon) {
   check_hyper(alpha >= 0.0f && alpha <= 1.0f, name(), "alpha must be in [0, 1]", alpha);
   check_nonnegative(name(), "eps", eps);
   check_nonnegative(name(), "weight_decay", weight_decay);
@@ -274,7 +277,8 @@ void Rmsprop::update(std::size_t i, Tensor& param, const Tensor& grad) {
                       .alpha = alpha_,
                       .eps = eps_,
                       .weight_decay = decay_for(i, weight_decay_),
-                      .momentum = momentum_});
+                      .momentum = momentum_,
+                      .eps_inside_sqrt = keras_epsilon_});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -406,11 +410,11 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, NamedTensors
     case OptimizerKind::adam:
     case OptimizerKind::adamw:
       o = std::make_unique<Adam>(std::move(params), c.lr, c.beta1, c.beta2, c.eps, c.weight_decay,
-                                 c.kind == OptimizerKind::adamw);
+                                 c.kind == OptimizerKind::adamw, c.keras_epsilon);
       break;
     case OptimizerKind::rmsprop:
       o = std::make_unique<Rmsprop>(std::move(params), c.lr, c.alpha, c.eps, c.weight_decay,
-                                    c.momentum, c.centered);
+                                    c.momentum, c.centered, c.keras_epsilon);
       break;
     case OptimizerKind::lars:
       o = std::make_unique<Lars>(std::move(params), c.lr, c.momentum, c.weight_decay,

@@ -370,6 +370,8 @@ const std::vector<ConfigField>& config_fields() {
        .bounds = Bounds::range(0.0, 1.0)},
       {.key = "optimizer.centered",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.centered; }},
+      {.key = "optimizer.keras_epsilon",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.keras_epsilon; }},
       {.key = "optimizer.trust_coefficient",
        .flag = "--trust-coefficient",
        .help = "LARS's trust coefficient eta: local lr = eta * ||w|| / (||g|| + wd * ||w||)",

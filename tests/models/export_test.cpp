@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "epoch/models/graph_model.h"
 #include "epoch/models/keras_reader.h"
@@ -57,6 +60,58 @@ TEST(Export, KerasJsonReadsBackToTheSameCountsAndShapes) {
     EXPECT_EQ(a.flops, b.flops);
     EXPECT_EQ(back.task, d.task);
   }
+}
+
+// What a Keras file's recipe says goes back into the file: L2 regularizers (as kernel_regularizer
+// on the layers the decay is limited to), SGD's momentum and Nesterov; the ELU layers and
+// activations; a batch norm of PyTorch's running variance or a recipe Keras has no word for is
+// named in a warning.
+TEST(Export, KerasRecipeAndLayersGoBackIntoTheFile) {
+  const ModelDescription residual = read_model_file(keras_file("residual.json"));
+  std::vector<std::string> warnings;
+  const ModelDescription back =
+      read_keras_json(write_keras_json(residual, &warnings).dump(), "back.json");
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  std::map<std::string, Recipe::Value> a, b;
+  for (const auto& [key, value] : residual.recipe.settings) a[key] = value;
+  for (const auto& [key, value] : back.recipe.settings) b[key] = value;
+  for (const char* key : {"optimizer.name", "optimizer.weight_decay", "optimizer.decay_only",
+                          "optimizer.momentum", "optimizer.nesterov"}) {
+    ASSERT_TRUE(a.count(key) == 1 && b.count(key) == 1) << key;
+    EXPECT_TRUE(a[key] == b[key]) << key;
+  }
+  // Each activation comes back as the same function with the same constants (the writer adds
+  // the classifier's softmax after the last layer, which the loss then applies).
+  const auto functions = [](const ModelDescription& d) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const LayerNode& n : d.layers) {
+      if (n.op != "activation") continue;
+      nlohmann::json f = n.attrs;
+      f.erase("source");
+      f.erase("inputs");
+      out.push_back(f);
+    }
+    return out;
+  };
+  const ModelDescription activations = read_model_file(keras_file("activations.json"));
+  nlohmann::json again = functions(read_keras_json(write_keras_json(activations).dump(), "a.json"));
+  ASSERT_EQ(again.back()["function"], "softmax");
+  again.erase(again.size() - 1);
+  EXPECT_EQ(again, functions(activations));
+  // A batch norm of PyTorch's running variance: Keras would average the biased one.
+  ModelDescription unbiased = residual;
+  for (LayerNode& n : unbiased.layers)
+    if (n.op == "batch_norm") n.attrs.erase("running_variance");
+  warnings.clear();
+  (void)write_keras_json(unbiased, &warnings);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings.front().find("averages the biased batch variance"), std::string::npos)
+      << warnings.front();
+  // A zoo recipe's schedule and augmentation have no place in compile_config: named.
+  warnings.clear();
+  (void)write_keras_json(describe_model("cifar10-keras"), &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("leaves out the recipe's augment."), std::string::npos) << warnings[0];
 }
 
 TEST(Export, WhatKerasCannotExpressIsRefused) {

@@ -276,6 +276,25 @@ TEST(ModelFile, HostileAndUnsupportedFilesAreRefusedInOneLine) {
   json orth = layer("Dense", {{"name", "h"}, {"units", 4}, {"kernel_initializer", {{"class_name", "Orthogonal"}}}});
   expect_refused(sequential({flat, orth, dense}).dump(),
                  "h: Dense kernel_initializer Orthogonal is not supported");
+  // A loss or optimizer setting that would change training is refused, not dropped.
+  json compiled = sequential({flat, dense});
+  compiled["compile_config"] = {
+      {"loss", {{"class_name", "CategoricalCrossentropy"}, {"config", {{"label_smoothing", 0.1}}}}}};
+  expect_refused(compiled.dump(),
+                 "compile_config loss CategoricalCrossentropy label_smoothing 0.1 is not supported");
+  compiled["compile_config"]["loss"]["config"] = {{"reduction", "sum"}};
+  expect_refused(compiled.dump(), "reduction \"sum\" is not supported");
+  compiled["compile_config"] = {{"loss", "categorical_crossentropy"},
+                                {"optimizer", {{"class_name", "Adam"}, {"config", {{"clipnorm", 1.0}}}}}};
+  expect_refused(compiled.dump(), "compile_config optimizer clipnorm is not supported");
+  // A mixed-precision policy is read in float32, saying so.
+  json mixed = layer("Dense", {{"name", "m"},
+                               {"units", 2},
+                               {"dtype", {{"class_name", "DTypePolicy"},
+                                          {"config", {{"name", "mixed_float16"}}}}}});
+  const ModelDescription with_policy = read_keras_json(sequential({flat, mixed}).dump(), "net.json");
+  ASSERT_EQ(with_policy.warnings.size(), 1u);
+  EXPECT_NE(with_policy.warnings[0].find("m: dtype policy mixed_float16"), std::string::npos);
   // Truncated files.
   const std::string good = read_text(keras_dir() + "residual.json");
   for (std::size_t keep : {std::size_t{0}, std::size_t{1}, good.size() / 3, good.size() - 1})

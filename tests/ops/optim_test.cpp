@@ -55,7 +55,7 @@ TEST(OptimOps, CenteredRmspropWithMomentumEqualsItsKernel) {
   std::vector<float> p_ref = values(p), sq_ref = values(sq), ga_ref = values(ga),
                      buf_ref = values(buf);
   cpu::rmsprop_step(p_ref.data(), g.f32(), sq_ref.data(), ga_ref.data(), buf_ref.data(), kN, 0.01f,
-                    0.99f, 1e-8f, 0.001f, 0.9f);
+                    0.99f, 1e-8f, 0.001f, 0.9f, false);
   ops::rmsprop_step_(
       p, g, sq, ga, buf,
       {.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f, .weight_decay = 0.001f, .momentum = 0.9f});

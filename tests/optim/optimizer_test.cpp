@@ -7,7 +7,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "epoch/autograd/functions.h"
@@ -147,6 +151,45 @@ TEST(Rmsprop, FirstStepMatchesHandValue) {
   p.set_grad(grad_of({2.0}));
   opt.step();
   EXPECT_TRUE(near(p, {0.9}, 1e-6));
+}
+
+// --- Keras's own updates (tests/optim/keras_optimizers.json, written by Keras 3) -----------
+
+// Adam, AdamW and RMSprop (plain and centered) with keras_epsilon take Keras's three steps
+// (epsilon 0.1, where Keras adds it: to sqrt(v) before Adam's bias correction, inside RMSprop's
+// square root); PyTorch's placement of the same epsilon does not.
+TEST(KerasEpsilon, AdamAdamwAndRmspropStepAsKerasDoes) {
+  std::ifstream in(std::string(EPOCH_SOURCE_DIR) + "/tests/optim/keras_optimizers.json");
+  const nlohmann::json keras = nlohmann::json::parse(in);
+  const Vec start = keras["start"].get<Vec>();
+  for (const char* name : {"adam", "adamw", "rmsprop", "rmsprop_centered"}) {
+    for (const bool keras_epsilon : {true, false}) {
+      SCOPED_TRACE(std::string(name) + (keras_epsilon ? " keras epsilon" : " torch epsilon"));
+      const nlohmann::json& k = keras[name];
+      const auto f = [&](const char* key) { return k["config"][key].get<float>(); };
+      Tensor p = param({static_cast<float>(start[0]), static_cast<float>(start[1]),
+                        static_cast<float>(start[2])});
+      std::unique_ptr<Optimizer> opt;
+      if (std::string(name).starts_with("adam"))
+        opt = std::make_unique<Adam>(NamedTensors{{"p", p}}, f("learning_rate"), f("beta_1"),
+                                     f("beta_2"), f("epsilon"),
+                                     k["config"]["weight_decay"].is_null() ? 0.0f : f("weight_decay"),
+                                     std::string(name) == "adamw", keras_epsilon);
+      else
+        opt = std::make_unique<Rmsprop>(NamedTensors{{"p", p}}, f("learning_rate"), f("rho"),
+                                        f("epsilon"), 0.0f, 0.0f,
+                                        k["config"]["centered"].get<bool>(), keras_epsilon);
+      bool all_near = true;
+      for (std::size_t t = 0; t < 3; ++t) {
+        p.set_grad(grad_of(keras["grads"][t].get<Vec>()));
+        opt->step();
+        const ::testing::AssertionResult r = near(p, k["steps"][t].get<Vec>(), 2e-6);
+        if (keras_epsilon) EXPECT_TRUE(r) << "step " << t + 1;
+        all_near = all_near && r;
+      }
+      if (!keras_epsilon) EXPECT_FALSE(all_near) << "PyTorch's epsilon gave Keras's steps";
+    }
+  }
 }
 
 // --- independent scalar references (the published update rules, in double) -----------------

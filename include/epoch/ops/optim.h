@@ -42,9 +42,11 @@ void adam_step_(Tensor& param,       // (n) updated in place
 struct RmspropHyper {
   float lr = 0.0f, alpha = 0.99f, eps = 1e-8f, weight_decay = 0.0f;
   float momentum = 0.0f;  // 0: no momentum buffer
+  bool eps_inside_sqrt = false;  // Keras: sqrt(sq + eps) for sqrt(sq) + eps
 };
 /// d = g + wd*p; sq = alpha*sq + (1-alpha)*d^2; centered (grad_avg defined):
-/// ga = alpha*ga + (1-alpha)*d, avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps;
+/// ga = alpha*ga + (1-alpha)*d, avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps
+/// (eps_inside_sqrt: sqrt(sq - ga^2 + eps), sqrt(sq + eps));
 /// momentum > 0: buf = momentum*buf + d/avg, p -= lr*buf; else p -= lr*d/avg.
 /// requires: momentum_buffer defined when momentum > 0 (it is not read otherwise).
 void rmsprop_step_(Tensor& param,            // (n) updated in place

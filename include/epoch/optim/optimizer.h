@@ -105,39 +105,42 @@ class Sgd : public Optimizer {
 
 /// torch.optim.Adam (decoupled = false: weight decay added to the gradient) or AdamW
 /// (decoupled = true: p *= 1 - lr * wd before the Adam update). Bias corrections per parameter
-/// step; eps is added after the square root. State: "<name>.exp_avg", "<name>.exp_avg_sq",
-/// "<name>.param_step" (how many updates this parameter has had).
+/// step; eps is added after the square root (keras_epsilon: to sqrt(v) before the bias correction,
+/// as Keras does: PyTorch's form with eps / sqrt(1 - beta2^t)). State: "<name>.exp_avg",
+/// "<name>.exp_avg_sq", "<name>.param_step" (how many updates this parameter has had).
 class Adam : public Optimizer {
  public:
   /// requires: lr, eps, weight_decay >= 0; 0 <= beta1, beta2 < 1 (ConfigError).
   Adam(NamedTensors params, float lr, float beta1 = 0.9f, float beta2 = 0.999f, float eps = 1e-8f,
-       float weight_decay = 0.0f, bool decoupled = false);
+       float weight_decay = 0.0f, bool decoupled = false, bool keras_epsilon = false);
 
  protected:
   void update(std::size_t i, Tensor& param, const Tensor& grad) override;
 
  private:
   float beta1_, beta2_, eps_, weight_decay_;
-  bool decoupled_;
+  bool decoupled_, keras_epsilon_;
   std::size_t exp_avg_ = 0, exp_avg_sq_ = 0, param_step_ = 0;
 };
 
 /// torch.optim.RMSprop: d = g + wd * p; sq = alpha * sq + (1 - alpha) * d^2; with centered,
 /// ga = alpha * ga + (1 - alpha) * d and avg = sqrt(sq - ga^2) + eps, else sqrt(sq) + eps;
 /// with momentum, buf = momentum * buf + d / avg and p -= lr * buf, else p -= lr * d / avg.
+/// keras_epsilon: eps inside the square root, sqrt(sq + eps) (sqrt(sq - ga^2 + eps)), as Keras.
 /// State: "rmsprop.square_avg" (+ "rmsprop.momentum_buffer", "rmsprop.grad_avg" when used).
 class Rmsprop : public Optimizer {
  public:
   /// requires: lr, eps, momentum, weight_decay >= 0; 0 <= alpha <= 1 (ConfigError).
   Rmsprop(NamedTensors params, float lr, float alpha = 0.99f, float eps = 1e-8f,
-          float weight_decay = 0.0f, float momentum = 0.0f, bool centered = false);
+          float weight_decay = 0.0f, float momentum = 0.0f, bool centered = false,
+          bool keras_epsilon = false);
 
  protected:
   void update(std::size_t i, Tensor& param, const Tensor& grad) override;
 
  private:
   float alpha_, eps_, weight_decay_, momentum_;
-  bool centered_;
+  bool centered_, keras_epsilon_;
   std::size_t square_avg_ = 0, momentum_buffer_ = 0, grad_avg_ = 0;
 };
 
@@ -203,6 +206,9 @@ struct OptimizerConfig {
   float beta1 = 0.9f;  // adam, adamw
   float beta2 = 0.999f;
   float eps = 1e-8f;                 // adam, adamw, rmsprop
+  /// adam, adamw, rmsprop: eps where Keras adds it (Adam: to sqrt(v) before the bias correction,
+  /// Keras's "epsilon hat"; RMSprop: inside the square root) rather than where PyTorch does.
+  bool keras_epsilon = false;
   float alpha = 0.99f;               // rmsprop
   bool centered = false;             // rmsprop
   float trust_coefficient = 0.001f;  // lars: eta

@@ -1,5 +1,6 @@
 """Writes the Keras model files the model-file tests read, with Keras 3 itself, and expected.json:
-each model's count_params() and output_shape as Keras reports them.
+each model's count_params() and output_shape as Keras reports them; and
+tests/optim/keras_optimizers.json: three updates of Keras's Adam, AdamW and RMSprop.
 
 Usage (development tooling, not part of the build):
     scripts/setup-keras.sh && .venv-keras/bin/python tests/models/keras/make_fixtures.py
@@ -186,6 +187,31 @@ def keras2(model_json):
     return json.dumps(j)
 
 
+def optimizer_steps():
+    """Three updates of Keras's own optimizers on one variable with fixed gradients (the
+    optimizer tests' kStart and kGrads), epsilon large enough to show where Keras adds it."""
+    start = [1.0, -2.0, 0.5]
+    grads = [[0.5, -1.0, 2.0], [0.25, 2.0, -0.5], [-1.0, 0.5, 1.5]]
+    made = {
+        "adam": keras.optimizers.Adam(0.1, beta_1=0.9, beta_2=0.999, epsilon=0.1),
+        "adamw": keras.optimizers.AdamW(0.1, weight_decay=0.1, epsilon=0.1),
+        "rmsprop": keras.optimizers.RMSprop(0.01, rho=0.9, epsilon=0.1),
+        "rmsprop_centered": keras.optimizers.RMSprop(0.01, rho=0.9, epsilon=0.1, centered=True),
+    }
+    out = {"start": start, "grads": grads}
+    for name, opt in made.items():
+        v = keras.Variable(np.array(start, dtype="float32"))
+        steps = []
+        for g in grads:
+            opt.apply_gradients([(np.array(g, dtype="float32"), v)])
+            steps.append(v.numpy().tolist())
+        out[name] = {"config": {k: opt.get_config()[k] for k in
+                                ("learning_rate", "epsilon", "weight_decay", "beta_1", "beta_2",
+                                 "rho", "centered") if k in opt.get_config()},
+                     "steps": steps}
+    return out
+
+
 def main():
     expected = {}
     for make in (catdog, catdog_changed, cifar10_keras, residual, odd_layers, autoencoder,
@@ -214,6 +240,9 @@ def main():
     with zipfile.ZipFile(os.path.join(HERE, "residual_deflated.keras"), "w",
                          compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr("config.json", config)
+    with open(os.path.join(HERE, "..", "..", "optim", "keras_optimizers.json"), "w") as f:
+        json.dump({"keras_version": keras.__version__, **optimizer_steps()}, f, indent=1)
+        f.write("\n")
     with open(os.path.join(HERE, "expected.json"), "w") as f:
         json.dump({"keras_version": keras.__version__, "models": expected}, f, indent=1)
         f.write("\n")
