@@ -74,8 +74,10 @@ class NetReader {
     if (out->second != d_.layers.back().name)
       fail("the output '", output_blob_, "' is not made by the last layer (", d_.layers.back().name,
            ")");
-    for (const auto& [bn, scaled] : batch_norms_)
-      if (!scaled) fail(bn, ": BatchNorm without a Scale layer (bias_term: true) after it is not supported");
+    // A BatchNorm without a Scale after it normalizes alone: no scale and shift to learn.
+    for (LayerNode& n : d_.layers)
+      if (const auto bn = batch_norms_.find(n.name); bn != batch_norms_.end() && !bn->second)
+        n.attrs["affine"] = false;
     if (!decay_mults_.empty()) {
       bool all = true;
       std::vector<std::string> decayed;

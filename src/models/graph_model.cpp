@@ -160,8 +160,8 @@ class LayerReader {
 /// already averages), so parameter counts are Caffe's.
 class CaffeBatchNorm : public nn::BatchNorm {
  public:
-  CaffeBatchNorm(std::int64_t channels, float momentum, float eps)
-      : nn::BatchNorm(channels, momentum, eps), factor(Tensor::full({1}, 1.0f)) {
+  CaffeBatchNorm(std::int64_t channels, float momentum, float eps, bool affine)
+      : nn::BatchNorm(channels, momentum, eps, true, affine), factor(Tensor::full({1}, 1.0f)) {
     register_buffer("factor", &factor);
   }
   Tensor factor;
@@ -394,16 +394,26 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     p.count_include_pad = !same;
     if (r.flag("ceil", false)) {
       // Caffe: ceil((in + 2 pad - k) / stride) + 1 windows, the last starting inside the image
-      // or its declared padding; windows are clipped at the end (max: -inf padding).
+      // or its declared padding; windows are clipped at the end (max: -inf padding). Caffe's
+      // average divides by the window's extent within the image and its declared padding: with
+      // no declared padding that is the values inside the image (count_include_pad false).
+      bool overhang_unpadded = false, padded = false;
       for (int i = 0; i < 2; ++i) {
         const std::int64_t size = in[1 + i], before = pad[2 * i];
         if (pad[2 * i + 1] != before) r.fail("ceil rounding takes equal padding on both sides");
         std::int64_t out = (size + 2 * before - k[i] + s[i] - 1) / s[i] + 1;
         if (before > 0 && (out - 1) * s[i] >= size + before) --out;
         const std::int64_t after = std::max<std::int64_t>((out - 1) * s[i] + k[i] - size - before, 0);
-        if (op == "avg_pool" && after > before)
+        if (op == "avg_pool" && after > before && before > 0)
           r.fail("average pooling whose last window overhangs the padding is not supported");
+        overhang_unpadded |= after > 0 && before == 0;
+        padded |= before > 0;
         pad[2 * i + 1] = after;
+      }
+      if (op == "avg_pool" && overhang_unpadded) {
+        if (padded)
+          r.fail("average pooling padded on one axis and overhanging on the other is not supported");
+        p.count_include_pad = false;
       }
     }
     p.pad_top = pad[0];
@@ -448,7 +458,8 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     else
       link("", std::make_shared<nn::Dropout>(rate));
   } else if (op == "batch_norm") {
-    r.expect_only({"momentum", "epsilon", "caffe_factor", "running_variance"});
+    r.expect_only({"momentum", "epsilon", "caffe_factor", "running_variance", "affine"});
+    const bool affine = r.flag("affine", true);
     const float momentum = r.number("momentum", 0.1, 1e-9, 1.0);
     const float eps = r.number("epsilon", 1e-5, 1e-12, 1.0);
     const std::string variance = r.word("running_variance", "unbiased");
@@ -457,9 +468,11 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     if (in.size() != 1 && in.size() != 3) r.fail("takes (C, H, W) or (D), not ", shape_text(in));
     spend(in[0], 4, 0);
     if (r.flag("caffe_factor", false))
-      link("", std::make_shared<CaffeBatchNorm>(in[0], momentum, eps));
-    else
+      link("", std::make_shared<CaffeBatchNorm>(in[0], momentum, eps, affine));
+    else if (affine)
       link("", std::make_shared<nn::BatchNorm>(in[0], momentum, eps, variance == "unbiased"));
+    else
+      r.fail("affine false is supported for Caffe's BatchNorm (caffe_factor) alone");
   } else if (op == "activation") {
     r.expect_only({"function", "alpha", "slope", "offset"});
     const std::string f = r.word("function", "");

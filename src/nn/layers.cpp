@@ -397,19 +397,26 @@ std::string Dropout::describe() const {
   return os.str();
 }
 
-BatchNorm::BatchNorm(std::int64_t channels, float momentum, float eps, bool unbiased_running_var)
-    : momentum_(momentum), eps_(eps), unbiased_running_var_(unbiased_running_var) {
+BatchNorm::BatchNorm(std::int64_t channels, float momentum, float eps, bool unbiased_running_var,
+                     bool affine)
+    : momentum_(momentum), eps_(eps), unbiased_running_var_(unbiased_running_var), affine_(affine) {
   weight = Tensor::full({channels}, 1.0f);
   bias = Tensor::zeros({channels});
   running_mean = Tensor::zeros({channels});
   running_var = Tensor::full({channels}, 1.0f);
-  register_parameter("weight", &weight);
-  register_parameter("bias", &bias);
+  if (affine) {
+    register_parameter("weight", &weight);
+    register_parameter("bias", &bias);
+  }
   register_buffer("running_mean", &running_mean);
   register_buffer("running_var", &running_var);
 }
 
 Tensor BatchNorm::forward(const Tensor& x) {
+  if (!affine_ && weight.device() != x.device()) {  // constants, on the input's device
+    weight = weight.to(x.device());
+    bias = bias.to(x.device());
+  }
   return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_,
                     unbiased_running_var_);
 }
@@ -432,7 +439,8 @@ bool BatchNorm::eval_affine(Tensor& scale, Tensor& shift) const {
 
 std::string BatchNorm::describe() const {
   return "BatchNorm(" + std::to_string(weight.size(0)) +
-         (unbiased_running_var_ ? ")" : ", biased running variance)");
+         (unbiased_running_var_ ? "" : ", biased running variance") +
+         (affine_ ? ")" : ", no scale or shift)");
 }
 
 Tensor Lrn::forward(const Tensor& x) { return lrn(x, params_); }

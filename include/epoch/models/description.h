@@ -21,7 +21,8 @@ namespace epoch::models {
 ///   dense       units*, bias (true), activation
 ///   max_pool, avg_pool
 ///               size* [h, w], strides [h, w] (default: size), padding as conv2d's, ceil (false:
-///               Caffe's rounding up of the output size, windows clipped at the edge)
+///               Caffe's rounding up of the output size, windows clipped at the edge; an average
+///               divides as Caffe's, by the window's extent within the input and its padding)
 ///   global_avg_pool, global_max_pool
 ///   zero_pad    pad* [top, bottom, left, right]
 ///   flatten     order "chw" | "hwc" (Keras: the features in H, W, C order; the dense layer
@@ -31,7 +32,8 @@ namespace epoch::models {
 ///   batch_norm  momentum (the weight of the batch's statistics, PyTorch's convention: 0.1),
 ///               epsilon (1e-5), caffe_factor (false: Caffe's third blob, one number, as a buffer),
 ///               running_variance "unbiased" (PyTorch, Caffe) | "biased" (Keras): what the
-///               running variance averages
+///               running variance averages; affine (true; false with caffe_factor alone: a
+///               BatchNorm without a Scale, nothing to learn)
 ///   activation  function* relu | sigmoid | tanh | softmax | linear | leaky_relu (alpha) |
 ///               hard_sigmoid (slope, offset) | elu (alpha: 1) | selu | swish (silu) | relu6
 ///   rescaling   scale*, offset (0); as_preprocessing: applied to the input by the data pipeline

@@ -200,8 +200,10 @@ class BatchNorm : public Module {
  public:
   /// unbiased_running_var: the running variance averages the batch's unbiased variance
   /// (PyTorch, Caffe) or, false, its biased one (Keras); normalizing uses the biased one either way.
+  /// affine false: no scale and shift to learn (Caffe's BatchNorm without a Scale after it):
+  /// gamma 1 and beta 0, kept out of the parameters.
   explicit BatchNorm(std::int64_t channels, float momentum = 0.1f, float eps = 1e-5f,
-                     bool unbiased_running_var = true);
+                     bool unbiased_running_var = true, bool affine = true);
   Tensor forward(const Tensor& x) override;
   /// Activations kept channel-blocked stay so on the fast path (y and dx in x's layout).
   bool takes_blocked() const override { return true; }
@@ -212,7 +214,7 @@ class BatchNorm : public Module {
 
  private:
   float momentum_, eps_;
-  bool unbiased_running_var_;
+  bool unbiased_running_var_, affine_;
 };
 
 /// Local response normalization across channels.
