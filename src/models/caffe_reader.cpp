@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "epoch/models/text_format.h"
 #include "epoch/tensor/error.h"
@@ -71,9 +72,24 @@ class NetReader {
     const auto out = blobs_.find(output_blob_);
     if (out == blobs_.end() || out->second == d_.input_name)
       fail("the loss's input '", output_blob_, "' is made by no layer");
-    if (out->second != d_.layers.back().name)
+    // The loss on the last layer's output is the model's; the others are auxiliary classifiers.
+    if (losses_.size() > 1) {
+      output_blob_.clear();
+      for (const auto& [layer, weight, where] : losses_) {
+        if (layer != d_.layers.back().name) {
+          if (weight > 0.0) d_.aux_losses.emplace_back(layer, weight);
+          continue;
+        }
+        if (weight != 1.0)
+          fail(where, " loss_weight ", weight, " on the output is not supported (1)");
+        output_blob_ = layer;
+      }
+      if (output_blob_.empty())
+        fail("no loss layer takes the last layer's output (", d_.layers.back().name, ")");
+    } else if (out->second != d_.layers.back().name) {
       fail("the output '", output_blob_, "' is not made by the last layer (", d_.layers.back().name,
            ")");
+    }
     // A BatchNorm without a Scale after it normalizes alone: no scale and shift to learn.
     for (LayerNode& n : d_.layers)
       if (const auto bn = batch_norms_.find(n.name); bn != batch_norms_.end() && !bn->second)
@@ -340,6 +356,10 @@ class NetReader {
     }
     if (type == "SoftmaxWithLoss" || type == "SoftmaxLoss") {
       if (bottoms.empty()) fail(where, " has no bottom");
+      double weight = 1.0;
+      if (const TextField* w = l.find("loss_weight")) weight = number(*w, where);
+      if (!(weight >= 0.0 && weight <= 1e6)) fail(where, " loss_weight ", weight, " is outside [0, 1e6]");
+      losses_.emplace_back(input_of(bottoms[0], where), weight, where);
       output_blob_ = bottoms[0];
       return;
     }
@@ -502,6 +522,7 @@ class NetReader {
   std::vector<std::string> lr_mults_;  // "conv1.bias 2"
   std::set<std::string> ignored_;
   std::string output_blob_, last_top_;
+  std::vector<std::tuple<std::string, double, std::string>> losses_;  // (layer, weight, where)
 };
 
 }  // namespace

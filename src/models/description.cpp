@@ -64,7 +64,7 @@ nlohmann::json description_to_json(const ModelDescription& d) {
     for (const auto& [key, value] : n.attrs.items()) l[key] = value;
     layers.push_back(std::move(l));
   }
-  return {{"format", kFormat},
+  nlohmann::json j = {{"format", kFormat},
           {"version", 1},
           {"name", d.name},
           {"source", d.format},
@@ -75,6 +75,9 @@ nlohmann::json description_to_json(const ModelDescription& d) {
           {"recipe", recipe_to_json(d.recipe)},
           {"channels_last", d.channels_last},
           {"layers", layers}};
+  for (const auto& [layer, weight] : d.aux_losses)
+    j["aux_losses"].push_back({{"layer", layer}, {"weight", weight}});
+  return j;
 }
 
 ModelDescription description_from_json(const nlohmann::json& j, const std::string& file) {
@@ -117,6 +120,18 @@ ModelDescription description_from_json(const nlohmann::json& j, const std::strin
       if (!names.insert(n.name).second)
         EPOCH_THROW(ConfigError, file, ": two layers are named '", n.name, "'");
       d.layers.push_back(std::move(n));
+    }
+    if (j.contains("aux_losses")) {
+      const nlohmann::json& aux = j["aux_losses"];
+      if (!aux.is_array() || aux.size() > 64)
+        EPOCH_THROW(ConfigError, file, ": \"aux_losses\" must be a list of at most 64");
+      for (const nlohmann::json& a : aux) {
+        const double w = a.at("weight").get<double>();
+        if (!(w > 0.0 && w <= 1e6))
+          EPOCH_THROW(ConfigError, file, ": aux_losses weight ", json_excerpt(a.at("weight")),
+                      " is outside (0, 1e6]");
+        d.aux_losses.emplace_back(a.at("layer").get<std::string>(), w);
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     EPOCH_THROW(ConfigError, file, ": ", e.what());

@@ -573,6 +573,7 @@ struct Built {
   Shape output;
   bool chain = true;
   bool flat_input = false;
+  std::vector<std::pair<int, float>> aux;  // auxiliary classifiers: (layer index, loss weight)
 };
 
 Built build_all(const ModelDescription& d) {
@@ -632,10 +633,26 @@ Built build_all(const ModelDescription& d) {
   }
   b.output = shapes.back();
   b.shapes = shapes;
-  // Every layer's output is used (a layer no path reaches the output from is an error in the
-  // file, not something to compute and drop).
   std::vector<bool> used(d.layers.size(), false);
   used.back() = true;
+  for (const auto& [name, weight] : d.aux_losses) {
+    const auto it = index.find(name);
+    if (it == index.end() || it->second + 1 == static_cast<int>(d.layers.size()))
+      EPOCH_THROW(ConfigError, where, ": the auxiliary loss's layer '", name,
+                  "' is no layer before the output");
+    if (shapes[static_cast<std::size_t>(it->second)] != b.output)
+      LayerReader(d, d.layers[static_cast<std::size_t>(it->second)])
+          .fail("gives ", shape_text(shapes[static_cast<std::size_t>(it->second)]),
+                " where an auxiliary classifier gives the output's ", shape_text(b.output));
+    if (!(weight > 0.0 && weight <= 1e6))
+      EPOCH_THROW(ConfigError, where, ": the auxiliary loss's weight ", weight,
+                  " is outside (0, 1e6]");
+    b.aux.emplace_back(it->second, static_cast<float>(weight));
+    used[static_cast<std::size_t>(it->second)] = true;
+    b.chain = false;
+  }
+  // Every layer's output is used (a layer no path reaches the output or an auxiliary loss from
+  // is an error in the file, not something to compute and drop).
   for (std::size_t i = d.layers.size(); i-- > 0;)
     if (used[i])
       for (int k : b.nodes[i].node.inputs)
@@ -682,10 +699,37 @@ void GraphModel::add_node(Node node) {
   nodes_.push_back(std::move(node));
 }
 
+void GraphModel::set_aux_losses(std::vector<std::pair<int, float>> aux) {
+  aux_ = std::move(aux);
+  // What evaluation computes: the nodes the output depends on.
+  output_needs_.assign(nodes_.size(), false);
+  if (!nodes_.empty()) output_needs_.back() = true;
+  for (std::size_t i = nodes_.size(); i-- > 0;)
+    if (output_needs_[i])
+      for (int k : nodes_[i].inputs)
+        if (k >= 0) output_needs_[static_cast<std::size_t>(k)] = true;
+}
+
+Tensor GraphModel::loss(const Tensor& output, const Tensor& x, const Tensor& labels) const {
+  Tensor total = Model::loss(output, x, labels);
+  // The auxiliary classifiers of this training step's forward (none when evaluating).
+  for (std::size_t i = 0; i < aux_outputs_.size(); ++i)
+    total = add(total, affine(Model::loss(aux_outputs_[i], x, labels), aux_[i].second));
+  aux_outputs_.clear();
+  return total;
+}
+
 Tensor GraphModel::forward(const Tensor& x) {
   std::vector<Tensor> outs;
   outs.reserve(nodes_.size());
-  for (const Node& n : nodes_) {
+  const bool with_aux = !aux_.empty() && is_training();
+  aux_outputs_.clear();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (!aux_.empty() && !with_aux && !output_needs_[i]) {  // an auxiliary head, evaluating
+      outs.emplace_back();
+      continue;
+    }
     const auto input = [&](int k) -> const Tensor& {
       return k < 0 ? x : outs[static_cast<std::size_t>(k)];
     };
@@ -703,6 +747,8 @@ Tensor GraphModel::forward(const Tensor& x) {
     }
     outs.push_back(n.links.empty() ? in : nn::forward_in_order(n.links, in));
   }
+  if (with_aux)
+    for (const auto& [k, weight] : aux_) aux_outputs_.push_back(to_row_major(outs[static_cast<std::size_t>(k)]));
   return to_row_major(outs.back());
 }
 
@@ -770,6 +816,9 @@ std::shared_ptr<Model> build_described(const ModelDescription& d) {
         for (int& k : n.node.inputs) ++k;
     }
     for (BuiltNode& n : b.nodes) graph->add_node(std::move(n.node));
+    if (b.flat_input)
+      for (auto& [k, weight] : b.aux) ++k;
+    graph->set_aux_losses(std::move(b.aux));
     return graph;
   } catch (const InvalidArgument& e) {  // two links of one name (a layer named "conv1:pad")
     EPOCH_THROW(ConfigError, d.file.empty() ? d.name : d.file, ": ", e.what());

@@ -367,6 +367,10 @@ nlohmann::json write_keras_json(const ModelDescription& description,
                                 std::vector<std::string>* warnings) {
   if (description.task == Task::frame_prediction)
     EPOCH_THROW(ConfigError, description.name, ": a frame-prediction model has no Keras form");
+  if (!description.aux_losses.empty())
+    EPOCH_THROW(ConfigError, description.name, ": auxiliary classifiers (",
+                description.aux_losses.front().first,
+                ") have no Keras form here (one output): the model is not written");
   return Writer(description, warnings).write();
 }
 

@@ -11,6 +11,7 @@
 #include "epoch/models/graph_model.h"
 #include "epoch/models/summary.h"
 #include "epoch/models/text_format.h"
+#include "epoch/nn/layers.h"
 #include "epoch/tensor/error.h"
 
 namespace epoch::models {
@@ -50,13 +51,19 @@ TEST(CaffeReader, AlexNetInBothDialectsHasCaffesParameters) {
     EXPECT_EQ(now.layers[i].output, v1.layers[i].output);
   }
   // Caffe rounds pooling sizes up: 55 -> 27 -> 13 -> 6.
-  for (const LayerSummary& l : now.layers)
-    if (l.name == "pool5") EXPECT_EQ(l.output, (Shape{256, 6, 6}));
+  for (const LayerSummary& l : now.layers) {
+    if (l.name == "pool5") {
+      EXPECT_EQ(l.output, (Shape{256, 6, 6}));
+    }
+  }
   const ModelDescription d = read_caffe_net(caffe_file("alexnet_train_val.prototxt"), "a");
   EXPECT_EQ(d.layers.front().attrs["weight_init"]["kind"], "normal");
   EXPECT_EQ(d.layers.front().attrs["weight_init"]["std"], 0.01);
-  for (const LayerNode& n : d.layers)
-    if (n.name == "conv2") EXPECT_EQ(n.attrs["bias_init"]["value"], 0.1);
+  for (const LayerNode& n : d.layers) {
+    if (n.name == "conv2") {
+      EXPECT_EQ(n.attrs["bias_init"]["value"], 0.1);
+    }
+  }
   // decay_mult 0 on the biases: weight decay on the weights alone; batch 256 from data_param.
   bool decay_only = false, batch = false;
   for (const auto& [key, value] : d.recipe.settings) {
@@ -139,6 +146,46 @@ layer { name: "fc" type: "InnerProduct" bottom: "pool" top: "fc"
   EXPECT_NEAR(p[1], (2 + 3 + 6 + 7 + 10 + 11) / 6.0f, 1e-5f);
   EXPECT_NEAR(p[2], (8 + 9 + 10 + 12 + 13 + 14) / 6.0f, 1e-5f);
   EXPECT_NEAR(p[3], (10 + 11 + 14 + 15) / 4.0f, 1e-5f);
+}
+
+// GoogLeNet's auxiliary classifiers: a second SoftmaxWithLoss with loss_weight on a layer before
+// the output is an auxiliary loss, its head's parameters counted as Caffe counts them; training
+// adds weight x its loss, evaluating leaves it out.
+TEST(CaffeReader, AuxiliaryClassifiersAddTheirWeightedLoss) {
+  const auto net = [](double weight) {
+    return R"(
+input: "data"
+input_dim: 2 input_dim: 3 input_dim: 4 input_dim: 4
+layer { name: "c1" type: "Convolution" bottom: "data" top: "c1"
+        convolution_param { num_output: 4 kernel_size: 1 weight_filler { type: "xavier" } } }
+layer { name: "aux" type: "InnerProduct" bottom: "c1" top: "aux"
+        inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "aux_loss" type: "SoftmaxWithLoss" bottom: "aux" bottom: "label" top: "aux_loss"
+        loss_weight: )" + std::to_string(weight) + R"( }
+layer { name: "out" type: "InnerProduct" bottom: "c1" top: "out"
+        inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "out" bottom: "label" top: "loss" }
+)";
+  };
+  const ModelDescription d = read_caffe_net(net(0.3), "n");
+  ASSERT_EQ(d.aux_losses.size(), 1u);
+  EXPECT_EQ(d.aux_losses[0].first, "aux");
+  EXPECT_EQ(summary_of(net(0.3)).total(), (3 * 4 + 4) + 2 * (64 * 3 + 3));
+  const Tensor x = Tensor::from_vector({2, 3, 4, 4}, std::vector<float>(96, 0.5f));
+  const Tensor labels = Tensor::from_ints({2}, std::vector<std::int32_t>{0, 2});
+  const auto extra = [&](double weight) {  // the training loss less the output's own
+    const std::shared_ptr<Model> m = build_described(read_caffe_net(net(weight), "n"));
+    nn::initialize(*m, 7);
+    m->train(false);
+    const float main = m->loss(m->forward(x), x, labels).item();
+    m->train(true);
+    return m->loss(m->forward(x), x, labels).item() - main;
+  };
+  const float at3 = extra(0.3), at6 = extra(0.6);
+  EXPECT_GT(at3, 0.0f);
+  EXPECT_NEAR(at6, 2.0f * at3, 1e-5f);
+  // The description keeps them (a checkpoint rebuilds the same model).
+  EXPECT_EQ(description_from_json(description_to_json(d), "d.json").aux_losses, d.aux_losses);
 }
 
 TEST(CaffeReader, UnsupportedAndHostileNetsAreRefusedInOneLine) {

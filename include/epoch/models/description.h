@@ -72,6 +72,10 @@ struct ModelDescription {
   /// Whether the source writes shapes channels-last (Keras): `models --show` prints them so.
   bool channels_last = false;
   std::vector<LayerNode> layers;  // in order: each input before its use; the last is the output
+  /// Auxiliary classifiers (Caffe's GoogLeNet): layers giving the output's class scores whose
+  /// task loss, times the weight, adds to the output's while training (Caffe's loss_weight);
+  /// evaluation and prediction use the output alone.
+  std::vector<std::pair<std::string, double>> aux_losses;
   /// What the reader ignored and says so (Intel-Caffe's fields epoch does not know, say): one
   /// warning each, printed when the file is read.
   std::vector<std::string> warnings;
@@ -79,7 +83,7 @@ struct ModelDescription {
 
 /// epoch's own format: {"format": "epoch-model", "version": 1, "name", "summary", "input",
 /// "task", "recipe": {key: value}, "channels_last", "layers": [{"name", "op", "inputs",
-/// ...attrs}]}.
+/// ...attrs}], "aux_losses": [{"layer", "weight"}] (when there are any)}.
 nlohmann::json description_to_json(const ModelDescription& d);
 /// A JSON value as a message shows it: its text, cut to 60 characters.
 std::string json_excerpt(const nlohmann::json& value);

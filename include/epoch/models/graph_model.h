@@ -26,7 +26,12 @@ class GraphModel : public Model {
   explicit GraphModel(ModelSpec spec) : Model(std::move(spec)) {}
   /// Appends a node; its links are registered as children under their names.
   void add_node(Node node);
+  /// Auxiliary classifiers (node index, loss weight), after the last add_node: while training,
+  /// forward keeps their outputs and loss adds their weighted task losses; evaluating, forward
+  /// computes only what the output needs.
+  void set_aux_losses(std::vector<std::pair<int, float>> aux);
   Tensor forward(const Tensor& x) override;
+  Tensor loss(const Tensor& output, const Tensor& x, const Tensor& labels) const override;
   Shape output_shape(const Shape& input) const override;
   std::int64_t flops(const Shape& input) const override;
   std::string describe() const override { return spec().name; }
@@ -37,6 +42,9 @@ class GraphModel : public Model {
   /// Each node's per-sample input (after its join) and output shapes.
   std::vector<std::pair<Shape, Shape>> node_shapes(const Shape& input) const;
   std::vector<Node> nodes_;
+  std::vector<std::pair<int, float>> aux_;
+  std::vector<bool> output_needs_;
+  mutable std::vector<Tensor> aux_outputs_;  // the last training forward's, taken by loss
 };
 
 /// Builds the model of a description with zeroed parameters (nn::initialize them). The output
