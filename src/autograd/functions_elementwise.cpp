@@ -58,6 +58,15 @@ Tensor affine(const Tensor& a, float s, float t) {
   return y;
 }
 
+Tensor pow(const Tensor& a, float p) {
+  Tensor y = ops::pow_scalar(a, p);
+  if (needs_grad(a))
+    record(y, "pow", {a}, [as = a.detach(), p](const Tensor& dy) -> Grads {
+      return {ops::mul(dy, ops::affine_scalar(ops::pow_scalar(as, p - 1.0f), p))};
+    });
+  return y;
+}
+
 Tensor sum(const Tensor& x) {
   Tensor y = ops::sum(x);
   if (needs_grad(x))

@@ -2,6 +2,7 @@
 #include "cpu/elementwise_cpu.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -80,6 +81,11 @@ void binary_forward(BinaryOp op, const float* a, const std::int64_t* as, const f
 void affine(const float* x, float* y, std::int64_t n, float s, float t) {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * s + t;
+}
+
+void pow_scalar(const float* x, float* y, std::int64_t n, float p) {
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (std::int64_t i = 0; i < n; ++i) y[i] = std::pow(x[i], p);
 }
 
 void axpy(float* y, const float* x, std::int64_t n, float alpha) {

@@ -17,6 +17,7 @@ void binary_same_shape(kernels::BinaryOp op, const float* a, const float* b, flo
                        std::int64_t n);
 
 void affine(const float* x, float* y, std::int64_t n, float s, float t);  // y = x*s + t
+void pow_scalar(const float* x, float* y, std::int64_t n, float p);      // y = x^p
 void axpy(float* y, const float* x, std::int64_t n, float alpha);         // y += alpha*x
 void fill(float* y, std::int64_t n, float value);
 void copy(const float* x, float* y, std::int64_t n);  // y = x, in parallel when large

@@ -52,6 +52,11 @@ __global__ void affine_kernel(const float* x, float* y, long long n, float s, fl
     y[i] = x[i] * s + t;
 }
 
+__global__ void pow_kernel(const float* x, float* y, long long n, float p) {
+  for (long long i = blockIdx.x * 256LL + threadIdx.x; i < n; i += 256LL * gridDim.x)
+    y[i] = powf(x[i], p);
+}
+
 __global__ void axpy_kernel(float* y, const float* x, long long n, float alpha) {
   for (long long i = blockIdx.x * 256LL + threadIdx.x; i < n; i += 256LL * gridDim.x)
     y[i] += alpha * x[i];
@@ -189,6 +194,12 @@ void binary_forward(BinaryOp op, const float* a, const std::int64_t* a_strides, 
 void affine(const float* x, float* y, std::int64_t n, float s, float t) {
   if (n == 0) return;
   affine_kernel<<<blocks_for(n), 256>>>(x, y, n, s, t);
+  EPOCH_CUDA_CHECK_LAUNCH();
+}
+
+void pow_scalar(const float* x, float* y, std::int64_t n, float p) {
+  if (n == 0) return;
+  pow_kernel<<<blocks_for(n), 256>>>(x, y, n, p);
   EPOCH_CUDA_CHECK_LAUNCH();
 }
 

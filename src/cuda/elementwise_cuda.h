@@ -14,6 +14,7 @@ void binary_forward(kernels::BinaryOp op, const float* a, const std::int64_t* a_
 void binary_same_shape(kernels::BinaryOp op, const float* a, const float* b, float* y,
                        std::int64_t n);
 void affine(const float* x, float* y, std::int64_t n, float s, float t);
+void pow_scalar(const float* x, float* y, std::int64_t n, float p);
 void axpy(float* y, const float* x, std::int64_t n, float alpha);
 void fill(float* y, std::int64_t n, float value);
 /// As cpu::sum_to (shape and out_strides are host arrays, at most 8 dimensions): each out

@@ -450,14 +450,15 @@ class NetReader {
       produce(name, flat_[bottom]);
     } else if (type == "LRN") {
       const TextMessage* p = sub(l, "lrn_param");
-      if (word_or(p, "norm_region", "ACROSS_CHANNELS") != "ACROSS_CHANNELS")
-        fail(where, " norm_region WITHIN_CHANNEL is not supported");
-      add(name, "lrn", {input_of(one_bottom(), where)},
-          {{"size", static_cast<std::int64_t>(number_or(p, "local_size", 5, where))},
-           {"alpha", number_or(p, "alpha", 1.0, where)},
-           {"beta", number_or(p, "beta", 0.75, where)},
-           {"k", number_or(p, "k", 1.0, where)}},
-          type);
+      const std::string region = word_or(p, "norm_region", "ACROSS_CHANNELS");
+      if (region != "ACROSS_CHANNELS" && region != "WITHIN_CHANNEL")
+        fail(where, " norm_region ", region, " is not supported");
+      json attrs = {{"size", static_cast<std::int64_t>(number_or(p, "local_size", 5, where))},
+                    {"alpha", number_or(p, "alpha", 1.0, where)},
+                    {"beta", number_or(p, "beta", 0.75, where)},
+                    {"k", number_or(p, "k", 1.0, where)}};
+      if (region == "WITHIN_CHANNEL") attrs["region"] = "within_channel";
+      add(name, "lrn", {input_of(one_bottom(), where)}, attrs, type);
       produce(name, false);
     } else if (type == "BatchNorm") {
       const std::string bottom = one_bottom();

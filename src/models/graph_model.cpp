@@ -490,15 +490,18 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
       link("", std::make_shared<nn::Rescale>(scale, offset));
     }
   } else if (op == "lrn") {
-    r.expect_only({"size", "alpha", "beta", "k"});
+    r.expect_only({"size", "alpha", "beta", "k", "region"});
     expect_image(r, in);
+    const std::string region = r.word("region", "across_channels");
+    if (region != "across_channels" && region != "within_channel")
+      r.fail("region ", region, ": across_channels or within_channel");
     ops::LrnParams p;
     p.size = r.integer("size", -1, 1, 4097);
     if (p.size % 2 == 0) r.fail("size ", p.size, " must be odd");
     p.alpha = r.number("alpha", NAN, 0.0, 1e6);
     p.beta = r.number("beta", NAN, 0.0, 1e6);
     p.k = r.number("k", 1.0, 1e-9, 1e6);
-    link("", std::make_shared<nn::Lrn>(p));
+    link("", std::make_shared<nn::Lrn>(p, region == "within_channel"));
   } else if (op == "adaptive_avg_pool") {
     r.expect_only({"size"});
     expect_image(r, in);

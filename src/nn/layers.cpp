@@ -443,12 +443,24 @@ std::string BatchNorm::describe() const {
          (affine_ ? ")" : ", no scale or shift)");
 }
 
-Tensor Lrn::forward(const Tensor& x) { return lrn(x, params_); }
+Tensor Lrn::forward(const Tensor& x) {
+  if (!within_channel_) return lrn(x, params_);
+  ops::Pool2dParams p;  // the window's mean, padded with zeros that count (Caffe's AVE pooling)
+  p.kernel_h = p.kernel_w = params_.size;
+  p.stride_h = p.stride_w = 1;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = (params_.size - 1) / 2;
+  p.count_include_pad = true;
+  const Tensor rx = to_row_major(x);
+  const Tensor mean_sq = avg_pool2d(mul(rx, rx), p);
+  return mul(rx, pow(affine(mean_sq, params_.alpha, 1.0f), -params_.beta));
+}
 
 std::string Lrn::describe() const {
   std::ostringstream os;
-  os << "LRN(size " << params_.size << ", alpha " << params_.alpha << ", beta " << params_.beta
-     << ", k " << params_.k << ")";
+  os << "LRN(" << (within_channel_ ? "within channel, " : "") << "size " << params_.size
+     << ", alpha " << params_.alpha << ", beta " << params_.beta;
+  if (!within_channel_) os << ", k " << params_.k;
+  os << ")";
   return os.str();
 }
 

@@ -97,6 +97,19 @@ Tensor affine_scalar(const Tensor& a, float s, float t) {
   return y;
 }
 
+Tensor pow_scalar(const Tensor& a, float p) {
+  check_f32("pow_scalar", "a", a);
+  const Tensor x = a.contiguous();
+  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  dispatch("pow_scalar", x.device(), {
+    .cpu = [&] { cpu::pow_scalar(x.f32(), y.f32(), x.numel(), p); },
+#if EPOCH_WITH_CUDA
+    .cuda = [&] { cuda::pow_scalar(x.f32(), y.f32(), x.numel(), p); },
+#endif
+  });
+  return y;
+}
+
 void axpy_(Tensor& y, const Tensor& x, float alpha) {
   check_f32("axpy_", "x", x);
   check_f32("axpy_", "y", y);

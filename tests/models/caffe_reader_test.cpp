@@ -120,7 +120,7 @@ layer { name: "prob" type: "Softmax" bottom: "fc" top: "prob" }
 // CIFAR-10 quick's average pooling: Caffe's rounded-up last window overhangs an unpadded input
 // and Caffe divides by the values inside it; a BatchNorm without a Scale after it has Caffe's
 // 2C + 1 blobs and nothing to learn.
-TEST(CaffeReader, OverhangingAveragePoolAndBatchNormAlone) {
+TEST(CaffeReader, OverhangingAveragePoolBatchNormAloneAndLrnWithinChannel) {
   const std::string net = R"(
 input: "data"
 input_dim: 1 input_dim: 2 input_dim: 4 input_dim: 4
@@ -146,6 +146,19 @@ layer { name: "fc" type: "InnerProduct" bottom: "pool" top: "fc"
   EXPECT_NEAR(p[1], (2 + 3 + 6 + 7 + 10 + 11) / 6.0f, 1e-5f);
   EXPECT_NEAR(p[2], (8 + 9 + 10 + 12 + 13 + 14) / 6.0f, 1e-5f);
   EXPECT_NEAR(p[3], (10 + 11 + 14 + 15) / 4.0f, 1e-5f);
+  // CIFAR-10 full's LRN within each channel.
+  const std::string lrn = R"(
+input: "data"
+input_dim: 1 input_dim: 2 input_dim: 4 input_dim: 4
+layer { name: "norm1" type: "LRN" bottom: "data" top: "norm1"
+        lrn_param { local_size: 3 alpha: 5e-05 beta: 0.75 norm_region: WITHIN_CHANNEL } }
+layer { name: "fc" type: "InnerProduct" bottom: "norm1" top: "fc" inner_product_param { num_output: 3 } }
+)";
+  EXPECT_EQ(read_caffe_net(lrn, "n").layers[0].attrs["region"], "within_channel");
+  std::string other = lrn;
+  other.replace(other.find("WITHIN_CHANNEL"), 14, "SIDEWAYS");
+  EXPECT_NE(error_of(other).find("norm1: LRN norm_region SIDEWAYS is not supported"),
+            std::string::npos);
 }
 
 // GoogLeNet's auxiliary classifiers: a second SoftmaxWithLoss with loss_weight on a layer before

@@ -1,5 +1,6 @@
-// The layers model files bring (ZeroPad2d, GlobalMaxPool2d, Rescale, Identity, leaky ReLU and a
-// hard sigmoid of any slope): each against values worked by hand and its numerical gradient.
+// The layers model files bring (ZeroPad2d, GlobalMaxPool2d, Rescale, Identity, leaky ReLU, a
+// hard sigmoid of any slope, ELU/SELU, swish, ReLU6, Caffe's within-channel LRN): each against
+// values worked by hand and its numerical gradient.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,6 +28,35 @@ TEST(FileLayers, ZeroPadPutsZerosOnEachSide) {
   Tensor a = testing::random_tensor({2, 3, 4, 3}, 1).set_requires_grad(true);
   EXPECT_TRUE(testing::gradcheck([&](const std::vector<Tensor>& in) { return pad.forward(in[0]); },
                                  {a}));
+}
+
+// Caffe's WITHIN_CHANNEL LRN: y = x (1 + alpha * mean of x^2 over the size x size window, zeros
+// outside counted)^-beta, against a double-precision loop; and the pow it is built on.
+TEST(FileLayers, LrnWithinChannelAsCaffe) {
+  const ops::LrnParams p{3, 0.5f, 0.75f, 1.0f};
+  Lrn lrn(p, true);
+  const Tensor x = testing::random_tensor({2, 2, 4, 5}, 3, -2.0f, 2.0f);
+  const std::vector<float> xv = values(x), y = values(lrn.forward(x));
+  for (int n = 0; n < 2 * 2; ++n)
+    for (int h = 0; h < 4; ++h)
+      for (int w = 0; w < 5; ++w) {
+        double sq = 0.0;
+        for (int dh = -1; dh <= 1; ++dh)
+          for (int dw = -1; dw <= 1; ++dw)
+            if (h + dh >= 0 && h + dh < 4 && w + dw >= 0 && w + dw < 5) {
+              const double v = xv[static_cast<std::size_t>((n * 4 + h + dh) * 5 + w + dw)];
+              sq += v * v;
+            }
+        const std::size_t i = static_cast<std::size_t>((n * 4 + h) * 5 + w);
+        EXPECT_NEAR(y[i], xv[i] * std::pow(1.0 + 0.5 * sq / 9.0, -0.75), 1e-5) << i;
+      }
+  Tensor a = testing::random_tensor({1, 2, 3, 4}, 4).set_requires_grad(true);
+  EXPECT_TRUE(testing::gradcheck([&](const std::vector<Tensor>& in) { return lrn.forward(in[0]); },
+                                 {a}));
+  Tensor b = testing::random_tensor({7}, 5, 0.5f, 3.0f).set_requires_grad(true);
+  EXPECT_NEAR(values(pow(b, -0.75f))[0], std::pow(values(b)[0], -0.75f), 1e-6f);
+  EXPECT_TRUE(testing::gradcheck([](const std::vector<Tensor>& in) { return pow(in[0], 2.5f); },
+                                 {b}));
 }
 
 TEST(FileLayers, GlobalMaxPoolTakesEachChannelsMaximum) {

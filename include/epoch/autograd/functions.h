@@ -72,6 +72,8 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 /// a * s + t.
 Tensor affine(const Tensor& a, float s, float t = 0.0f);
+/// a^p (a > 0 unless p is whole); the gradient p a^(p-1).
+Tensor pow(const Tensor& a, float p);
 Tensor sum(const Tensor& x);
 Tensor mean(const Tensor& x);
 

@@ -38,7 +38,8 @@ namespace epoch::models {
 ///               hard_sigmoid (slope, offset) | elu (alpha: 1) | selu | swish (silu) | relu6
 ///   rescaling   scale*, offset (0); as_preprocessing: applied to the input by the data pipeline
 ///               (the run's rescale), not again by the model
-///   lrn         size*, alpha*, beta*, k (1): across channels, alpha divided by size (Caffe's)
+///   lrn         size*, alpha*, beta*, k (1): across channels, alpha divided by size (Caffe's);
+///               region "within_channel": Caffe's WITHIN_CHANNEL (a size x size window's mean)
 ///   adaptive_avg_pool size* [h, w]: averages over equal tiles (PyTorch's AdaptiveAvgPool2d
 ///               where the input is a multiple of the size)
 ///   add, concat two or more inputs of one shape (concat: along the channels)

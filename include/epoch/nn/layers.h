@@ -217,15 +217,19 @@ class BatchNorm : public Module {
   bool unbiased_running_var_, affine_;
 };
 
-/// Local response normalization across channels.
+/// Local response normalization across channels; within_channel: Caffe's WITHIN_CHANNEL,
+/// y = x (1 + alpha mean(x^2 over the size x size window around it, zeros outside))^-beta (k
+/// unused, as in Caffe).
 class Lrn : public Module {
  public:
-  explicit Lrn(const ops::LrnParams& params) : params_(params) {}
+  explicit Lrn(const ops::LrnParams& params, bool within_channel = false)
+      : params_(params), within_channel_(within_channel) {}
   Tensor forward(const Tensor& x) override;
   std::string describe() const override;
 
  private:
   ops::LrnParams params_;
+  bool within_channel_;
 };
 
 /// Deterministic initialization of every parameter from (seed, parameter path): weights

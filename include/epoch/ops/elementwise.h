@@ -18,6 +18,8 @@ Tensor div(const Tensor& a, const Tensor& b);  // a / b, broadcast
 
 /// a * s + t for a scalar s and t (any device).
 Tensor affine_scalar(const Tensor& a, float s, float t = 0.0f);
+/// a^p elementwise for a scalar p (a > 0 wherever p is not a whole number: std::pow's domain).
+Tensor pow_scalar(const Tensor& a, float p);
 
 /// y += alpha * x in place; x and y have the same shape and device (gradient accumulation).
 void axpy_(Tensor& y, const Tensor& x, float alpha = 1.0f);
