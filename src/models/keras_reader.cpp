@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "epoch/data/zip_member.h"
+#include "epoch/models/graph_model.h"
 #include "epoch/tensor/error.h"
 
 namespace epoch::models {
@@ -678,6 +679,26 @@ ModelDescription read_keras(std::string_view text, const std::string& file) {
       }
       d.recipe.set("optimizer.weight_decay", 2.0 * l2.front().second)
           .set("optimizer.decay_only", paths);
+    }
+  }
+  if (version == 2) {
+    // tf.keras normalizes images with its fused batch norm, whose moving variance averages the
+    // Bessel-corrected (unbiased) batch variance; vectors take the plain one, biased as Keras
+    // 3's (measured with tf_keras 2.21: 4-D inputs unbiased, 2-D biased).
+    bool any = false;
+    for (const LayerNode& n : d.layers) any |= n.op == "batch_norm";
+    if (any) {
+      const std::vector<Shape> shapes = layer_output_shapes(d);
+      std::map<std::string, std::size_t> index;
+      for (std::size_t i = 0; i < d.layers.size(); ++i) index[d.layers[i].name] = i;
+      for (std::size_t i = 0; i < d.layers.size(); ++i) {
+        LayerNode& n = d.layers[i];
+        if (n.op != "batch_norm") continue;
+        const std::string in = n.inputs.empty() ? (i == 0 ? d.input_name : d.layers[i - 1].name)
+                                                : n.inputs[0];
+        const Shape& shape = in == d.input_name ? d.input : shapes[index.at(in)];
+        if (shape.size() == 3) n.attrs["running_variance"] = "unbiased";
+      }
     }
   }
   return d;

@@ -119,6 +119,10 @@ TEST(ModelFile, KerasSemanticsReachTheDescription) {
   EXPECT_NEAR(bn0.attrs["momentum"].get<double>(), 0.01, 1e-9);
   EXPECT_NEAR(bn0.attrs["epsilon"].get<double>(), 1e-3, 1e-12);
   EXPECT_EQ(bn0.attrs["running_variance"], "biased");  // Keras averages the biased variance
+  // ... but tf.keras (Keras 2) normalizes images with its fused batch norm, which averages the
+  // unbiased one (measured with tf_keras 2.21).
+  const ModelDescription residual2 = read_model_file(keras_dir() + "residual_keras2.json");
+  EXPECT_EQ(layer_of(residual2, "batch_norm", 0).attrs["running_variance"], "unbiased");
   bool biased_built = false;
   const std::shared_ptr<Model> built = build_described(residual);
   for (const auto& [name, child] : built->children())
