@@ -105,12 +105,7 @@ class NetReader {
       }
       if (!all) d_.recipe.set("optimizer.decay_only", decayed);
     }
-    if (!lr_mults_.empty()) {
-      std::string list;
-      for (const std::string& m : lr_mults_) list += (list.empty() ? "" : ", ") + m;
-      warn("lr_mult is not applied (epoch trains every parameter at the one learning rate): " +
-           list);
-    }
+    if (!lr_mults_.empty()) d_.recipe.set("optimizer.lr_mult", lr_mults_);
     if (!ignored_.empty()) {
       std::string list;
       for (const std::string& f : ignored_) list += (list.empty() ? "" : ", ") + f;
@@ -244,7 +239,8 @@ class NetReader {
     for (std::size_t i = 0; i < (bias ? 2u : 1u); ++i) {
       const std::string param = name + "." + blobs[i];
       const auto [lr, decay] = i < mults.size() ? mults[i] : std::pair<double, double>{1.0, 1.0};
-      if (lr != 1.0) lr_mults_.push_back(param + " " + number_text(lr));
+      if (!(lr >= 0.0 && lr <= 1e6)) fail(name, ": lr_mult ", lr, " is outside [0, 1e6]");
+      if (lr != 1.0) lr_mults_.push_back(param + "=" + number_text(lr));
       decay_mults_.emplace_back(param, decay);
     }
   }
@@ -520,7 +516,7 @@ class NetReader {
   std::map<std::string, bool> flat_;          // blob -> a vector per sample
   std::map<std::string, bool> batch_norms_;   // BatchNorm -> its Scale seen
   std::vector<std::pair<std::string, double>> decay_mults_;
-  std::vector<std::string> lr_mults_;  // "conv1.bias 2"
+  std::vector<std::string> lr_mults_;  // "conv1.bias=2"
   std::set<std::string> ignored_;
   std::string output_blob_, last_top_;
   std::vector<std::tuple<std::string, double, std::string>> losses_;  // (layer, weight, where)

@@ -207,7 +207,7 @@ Sgd::Sgd(NamedTensors params, float lr, float momentum, bool nesterov, float wei
 void Sgd::update(std::size_t i, Tensor& param, const Tensor& grad) {
   Tensor buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i) : Tensor();
   ops::sgd_step_(param, grad, buf,
-                 {.lr = lr(),
+                 {.lr = lr_for(i),
                   .momentum = momentum_,
                   .weight_decay = decay_for(i, weight_decay_),
                   .nesterov = nesterov_});
@@ -236,14 +236,14 @@ void Adam::update(std::size_t i, Tensor& param, const Tensor& grad) {
   const NextStep next = next_step(t, name(), beta1_, beta2_);
   // The step counter stays on the host; only the rounded scalars go to the kernel.
   ops::adam_step_(param, grad, buffer(exp_avg_, i), buffer(exp_avg_sq_, i),
-                  {.lr = lr(),
+                  {.lr = lr_for(i),
                    .beta1 = beta1_,
                    .beta2 = beta2_,
                    // Keras: m_hat / (sqrt(v) / sqrt_bias2 + eps / sqrt_bias2)
                    .eps = keras_epsilon_ ? static_cast<float>(eps_ / next.sqrt_bias2) : eps_,
                    .weight_decay = decay_for(i, weight_decay_),
                    .decoupled = decoupled_,
-                   .step_size = static_cast<float>(lr() / next.bias1),
+                   .step_size = static_cast<float>(lr_for(i) / next.bias1),
                    .sqrt_bias2 = static_cast<float>(next.sqrt_bias2)});
   t = next.t;
 }
@@ -273,7 +273,7 @@ void Rmsprop::update(std::size_t i, Tensor& param, const Tensor& grad) {
   Tensor ga = centered_ ? buffer(grad_avg_, i) : Tensor();
   Tensor buf = momentum_ > 0.0f ? buffer(momentum_buffer_, i) : Tensor();
   ops::rmsprop_step_(param, grad, buffer(square_avg_, i), ga, buf,
-                     {.lr = lr(),
+                     {.lr = lr_for(i),
                       .alpha = alpha_,
                       .eps = eps_,
                       .weight_decay = decay_for(i, weight_decay_),
@@ -313,7 +313,7 @@ void Lars::update(std::size_t i, Tensor& param, const Tensor& grad) {
   }
   ops::lars_step_(
       param, grad, buffer(momentum_buffer_, i),
-      {.scaled_lr = static_cast<float>(lr() * local), .momentum = momentum_, .weight_decay = wd});
+      {.scaled_lr = static_cast<float>(lr_for(i) * local), .momentum = momentum_, .weight_decay = wd});
 }
 
 Lamb::Lamb(NamedTensors params, float lr, float beta1, float beta2, float eps, float weight_decay)
@@ -344,7 +344,7 @@ void Lamb::update(std::size_t i, Tensor& param, const Tensor& grad) {
   const double ratio = adapted ? trust_ratio(std::sqrt(ops::squared_norm(param)),
                                              std::sqrt(ops::squared_norm(direction)))
                                : 1.0;
-  ops::axpy_(param, direction, static_cast<float>(-lr() * ratio));
+  ops::axpy_(param, direction, static_cast<float>(-lr_for(i) * ratio));
   t = next.t;
 }
 
@@ -426,7 +426,44 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, NamedTensors
   }
   EPOCH_CHECK(o != nullptr, "make_optimizer: unknown optimizer kind");
   if (!c.decay_only.empty()) o->set_weight_decay_only(c.decay_only);
+  if (!c.lr_mult.empty()) {
+    std::vector<std::pair<std::string, float>> mults;
+    for (const std::string& entry : c.lr_mult) {
+      const std::size_t eq = entry.rfind('=');
+      float m = -1.0f;
+      std::size_t used = 0;
+      try {
+        if (eq != std::string::npos && eq > 0) m = std::stof(entry.substr(eq + 1), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (eq == std::string::npos || eq == 0 || used != entry.size() - eq - 1)
+        EPOCH_THROW(ConfigError, "optimizer.lr_mult \"", entry,
+                    "\": expected parameter-prefix=multiplier (conv1.bias=2)");
+      mults.emplace_back(entry.substr(0, eq), m);
+    }
+    o->set_lr_multipliers(mults);
+  }
   return o;
+}
+
+void Optimizer::set_lr_multipliers(const std::vector<std::pair<std::string, float>>& multipliers) {
+  std::vector<float> mult(params_.size(), 1.0f);
+  for (const auto& [prefix, m] : multipliers) {
+    if (!(std::isfinite(m) && m >= 0.0f))
+      EPOCH_THROW(ConfigError, name_, ": learning-rate multiplier ", m, " of \"", prefix,
+                  "\" must be finite and >= 0");
+    bool matched = false;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].first.rfind(prefix, 0) == 0) {
+        mult[i] = m;
+        matched = true;
+      }
+    if (!matched)
+      EPOCH_THROW(ConfigError, name_, ": learning-rate multiplier prefix \"", prefix,
+                  "\" names no parameter");
+  }
+  lr_mult_ = std::move(mult);
 }
 
 void Optimizer::set_weight_decay_only(const std::vector<std::string>& prefixes) {

@@ -356,6 +356,8 @@ const std::vector<ConfigField>& config_fields() {
        .bounds = Bounds::non_negative()},
       {.key = "optimizer.decay_only",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.decay_only; }},
+      {.key = "optimizer.lr_mult",
+       .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.lr_mult; }},
       {.key = "optimizer.beta1",
        .ref = [](TrainConfig& c) -> FieldRef { return &c.optimizer.beta1; },
        .bounds = Bounds::range(0.0, 1.0)},

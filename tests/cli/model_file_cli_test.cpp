@@ -75,7 +75,7 @@ TEST(ModelFileCli, CaffeNetsWithTheirSolver) {
       run_epoch("models --show " + caffe + "alexnet_train_val_v1.prototxt --json", dir);
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_EQ(nlohmann::json::parse(show.out)["parameters"], 60965224);
-  EXPECT_NE(show.err.find("epoch: warning:"), std::string::npos);  // mean_file, lr_mult
+  EXPECT_NE(show.err.find("epoch: warning:"), std::string::npos);  // mean_file
   expect_one_line_error(run_epoch("models --show " + caffe + "lenet_train_test.prototxt", dir), 1,
                         "mnist: Data carries no shape: pass --input-shape C,H,W");
   expect_one_line_error(run_epoch("models --show " + caffe +

@@ -65,15 +65,20 @@ TEST(CaffeReader, AlexNetInBothDialectsHasCaffesParameters) {
     }
   }
   // decay_mult 0 on the biases: weight decay on the weights alone; batch 256 from data_param.
+  // lr_mult 2 on the biases: their learning rate doubled.
   bool decay_only = false, batch = false;
+  std::vector<std::string> lr_mult;
   for (const auto& [key, value] : d.recipe.settings) {
     if (key == "optimizer.decay_only")
       decay_only = std::get<std::vector<std::string>>(value).size() == 8;
     if (key == "batch_size") batch = std::get<std::int64_t>(value) == 256;
+    if (key == "optimizer.lr_mult") lr_mult = std::get<std::vector<std::string>>(value);
   }
   EXPECT_TRUE(decay_only);
   EXPECT_TRUE(batch);
-  EXPECT_FALSE(d.warnings.empty());  // mean_file, crop_size, lr_mult
+  ASSERT_EQ(lr_mult.size(), 8u);
+  EXPECT_EQ(lr_mult.front(), "conv1.bias=2");
+  EXPECT_FALSE(d.warnings.empty());  // mean_file, crop_size
 }
 
 TEST(CaffeReader, LeNetTakesItsShapeFromTheFlag) {

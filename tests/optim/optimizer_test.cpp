@@ -124,6 +124,40 @@ TEST(Sgd, WeightDecayCanBeLimitedToNamedParameters) {
   EXPECT_THROW(make_optimizer(c, {{"dense.weight", param({1.0f})}}), ConfigError);
 }
 
+// Caffe's lr_mult: a parameter's learning rate times its multiplier, for every optimizer; 0
+// freezes it; a prefix that names nothing or a bad entry is refused.
+TEST(Optimizer, LearningRateMultipliersScaleEachParametersRate) {
+  for (const OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::rmsprop,
+                                   OptimizerKind::lars, OptimizerKind::lamb}) {
+    SCOPED_TRACE(optimizer_name(kind));
+    OptimizerConfig c = optimizer_defaults(kind);
+    c.weight_decay = 0.0f;
+    const auto moved = [&](const std::vector<std::string>& mult) {
+      OptimizerConfig m = c;
+      m.lr_mult = mult;
+      Tensor w = param({1.0f, -2.0f}), b = param({0.5f});
+      auto opt = make_optimizer(m, {{"fc.weight", w}, {"fc.bias", b}});
+      w.set_grad(grad_of({0.3, -0.2}));
+      b.set_grad(grad_of({0.4}));
+      opt->step();
+      return std::vector<double>{w.to_vector()[0] - 1.0, b.to_vector()[0] - 0.5};
+    };
+    const std::vector<double> plain = moved({}), doubled = moved({"fc.bias=2"});
+    const std::vector<double> frozen = moved({"fc.weight=0", "fc.bias=1"});
+    EXPECT_EQ(doubled[0], plain[0]);
+    EXPECT_NEAR(doubled[1], 2.0 * plain[1], 1e-6);
+    EXPECT_EQ(frozen[0], 0.0);
+    EXPECT_EQ(frozen[1], plain[1]);
+  }
+  OptimizerConfig c;
+  c.lr_mult = {"nothing=2"};
+  EXPECT_THROW(make_optimizer(c, {{"w", param({1.0f})}}), ConfigError);
+  c.lr_mult = {"w=two"};
+  EXPECT_THROW(make_optimizer(c, {{"w", param({1.0f})}}), ConfigError);
+  c.lr_mult = {"w=-1"};
+  EXPECT_THROW(make_optimizer(c, {{"w", param({1.0f})}}), ConfigError);
+}
+
 TEST(Adam, FirstStepMovesByLrTimesSign) {
   // After bias correction m/sqrt(v) = g/|g|: the first step is lr * |g| / (|g| + eps).
   Tensor p = param({1.0f, -2.0f, 0.5f});

@@ -21,7 +21,11 @@ json another_value(const ConfigField& f, const json& v) {
   }
   if (v.is_boolean()) return !v.get<bool>();
   if (v.is_string()) return v.get<std::string>() + "-x";
-  if (v.is_array()) return f.key == "optimizer.decay_only" ? json{"fc1.weight"} : json{0.25, 0.5};
+  if (v.is_array()) {
+    if (f.key == "optimizer.decay_only") return json{"fc1.weight"};
+    if (f.key == "optimizer.lr_mult") return json{"fc1.bias=2"};
+    return json{0.25, 0.5};
+  }
   if (v.is_number_unsigned()) return v.get<std::uint64_t>() + 7;
   if (v.is_number_integer()) {
     const std::int64_t i = v.get<std::int64_t>();

@@ -42,6 +42,10 @@ class Optimizer {
   /// Restricts weight decay to the parameters whose names start with one of `prefixes`
   /// (ConfigError for a prefix that names no parameter).
   void set_weight_decay_only(const std::vector<std::string>& prefixes);
+  /// Scales the learning rate of the parameters whose names start with a prefix (Caffe's
+  /// lr_mult; 0 freezes them); ConfigError for a prefix that names no parameter or a
+  /// multiplier below 0 or not finite.
+  void set_lr_multipliers(const std::vector<std::pair<std::string, float>>& multipliers);
 
   /// The state to checkpoint, with stable names: "<name>.step" (i32 {}), "<name>.lr" (f32 {}),
   /// then "<name>.<buffer>.<param name>" for every buffer (e.g. "adam.exp_avg.fc.w"). The
@@ -68,6 +72,8 @@ class Optimizer {
   float decay_for(std::size_t i, float wd) const {
     return no_decay_.empty() || !no_decay_[i] ? wd : 0.0f;
   }
+  /// Parameter i's learning rate: lr(), times its multiplier where set_lr_multipliers gave one.
+  float lr_for(std::size_t i) const { return lr_mult_.empty() ? lr_ : lr_ * lr_mult_[i]; }
   /// The buffer `kind_index` (from add_buffer) of parameter i.
   Tensor& buffer(std::size_t kind_index, std::size_t i);
 
@@ -84,6 +90,7 @@ class Optimizer {
   std::vector<BufferValues> buffer_values_;
   std::vector<std::vector<Tensor>> buffers_;  // [kind][param]
   std::vector<char> no_decay_;                // [param]: 1 = no weight decay; empty: all decay
+  std::vector<float> lr_mult_;                // [param]: the learning rate's multiplier; empty: 1
 };
 
 /// torch.optim.SGD with dampening 0: d = g + wd * p; with momentum, buf = momentum * buf + d
@@ -203,6 +210,9 @@ struct OptimizerConfig {
   /// Parameter-name prefixes that weight decay applies to (e.g. "4." for one layer); empty:
   /// every parameter.
   std::vector<std::string> decay_only;
+  /// "prefix=multiplier" entries: those parameters' learning rate times the multiplier (Caffe's
+  /// lr_mult); empty: every parameter at lr.
+  std::vector<std::string> lr_mult;
   float beta1 = 0.9f;  // adam, adamw
   float beta2 = 0.999f;
   float eps = 1e-8f;                 // adam, adamw, rmsprop
