@@ -334,13 +334,23 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
   const Shape& in = ins[0];
   if (op == "conv2d") {
     r.expect_only({"filters", "kernel", "strides", "dilation", "groups", "padding", "bias",
-                   "activation", "alpha", "slope", "offset", "weight_init", "bias_init"});
+                   "activation", "alpha", "slope", "offset", "weight_init", "bias_init",
+                   "depth_multiplier"});
     expect_image(r, in);
-    const std::int64_t filters = r.integer("filters", -1, 1, kMaxWidth);
+    // A depthwise convolution (Keras's DepthwiseConv2D): depth_multiplier filters per input
+    // channel, each channel its own group.
+    const bool depthwise = r.has("depth_multiplier");
+    if (depthwise && (r.has("filters") || r.has("groups")))
+      r.fail("depth_multiplier takes neither filters nor groups (both follow the input)");
+    const std::int64_t multiplier = depthwise ? r.integer("depth_multiplier", 1, 1, 4096) : 1;
+    if (depthwise && in[0] > kMaxWidth / multiplier)
+      r.fail("depth_multiplier ", multiplier, " of ", in[0], " channels is too wide");
+    const std::int64_t filters =
+        depthwise ? in[0] * multiplier : r.integer("filters", -1, 1, kMaxWidth);
     const Pair k = r.pair("kernel", {-1, -1}, 1, kMaxSize);
     const Pair s = r.pair("strides", {1, 1}, 1, kMaxSize);
     const Pair dil = r.pair("dilation", {1, 1}, 1, kMaxSize);
-    const std::int64_t groups = r.integer("groups", 1, 1, kMaxWidth);
+    const std::int64_t groups = depthwise ? in[0] : r.integer("groups", 1, 1, kMaxWidth);
     if (in[0] % groups != 0 || filters % groups != 0)
       r.fail("groups ", groups, " must divide the input's ", in[0], " channels and the ",
              filters, " filters");
@@ -366,6 +376,36 @@ BuiltNode build_node(const ModelDescription& d, const LayerNode& n,
     const bool bias = r.flag("bias", true);
     auto conv = std::make_shared<nn::Conv2d>(in[0], filters, k[0], k[1], p, bias);
     apply_inits(r, *conv, bias);
+    if (depthwise) {
+      // Keras's fans of its (kh, kw, C, multiplier) kernel: in C kh kw, out multiplier kh kw
+      // (epoch's rule would take the grouped weight's); Glorot-uniform when none is given.
+      nn::ParamInit w = param_init(r, "weight_init").value_or(
+          nn::ParamInit{.kind = nn::ParamInit::Kind::variance_scaling,
+                        .fan = nn::ParamInit::Fan::average,
+                        .distribution = nn::ParamInit::Distribution::uniform});
+      if (w.kind == nn::ParamInit::Kind::variance_scaling) {
+        const double fan_in = static_cast<double>(in[0] * k[0] * k[1]);
+        const double fan_out = static_cast<double>(multiplier * k[0] * k[1]);
+        const double n = w.fan == nn::ParamInit::Fan::in    ? fan_in
+                         : w.fan == nn::ParamInit::Fan::out ? fan_out
+                                                            : (fan_in + fan_out) / 2.0;
+        nn::ParamInit e;
+        if (w.distribution == nn::ParamInit::Distribution::uniform) {
+          e.kind = nn::ParamInit::Kind::uniform;
+          e.hi = std::sqrt(3.0 * w.scale / n);
+          e.lo = -e.hi;
+        } else {
+          e.kind = w.distribution == nn::ParamInit::Distribution::normal
+                       ? nn::ParamInit::Kind::normal
+                       : nn::ParamInit::Kind::truncated_normal;
+          e.std = std::sqrt(w.scale / n) /
+                  (w.distribution == nn::ParamInit::Distribution::normal ? 1.0
+                                                                         : 0.87962566103423978);
+        }
+        w = e;
+      }
+      conv->set_param_init("weight", w);
+    }
     link("", conv);
     activation(r.word("activation", "linear"));
   } else if (op == "dense") {

@@ -107,6 +107,55 @@ class Reader {
       if (!c.value("use_bias", true)) inits.erase("bias_init");  // Keras ignores it then
       attrs.update(inits);
       node("conv2d", attrs);
+    } else if (cls == "DepthwiseConv2D" || cls == "SeparableConv2D") {
+      // A depthwise convolution (depth_multiplier filters per channel); SeparableConv2D then a
+      // 1x1 convolution (the pointwise), its bias and activation the layer's.
+      channels_last();
+      const std::string padding = c.value("padding", "valid");
+      if (padding != "valid" && padding != "same") refuse("padding ", padding, " is not supported");
+      const bool separable = cls == "SeparableConv2D";
+      no("activity_regularizer");
+      for (const char* key : {"depthwise_constraint", "pointwise_constraint", "bias_constraint"})
+        no(key);
+      const std::string depthwise_name = separable ? name + "_depthwise" : name;
+      json dw = {{"depth_multiplier", c.value("depth_multiplier", 1)},
+                 {"kernel", pair("kernel_size", json())},
+                 {"strides", pair("strides", {1, 1})},
+                 {"dilation", pair("dilation_rate", {1, 1})},
+                 {"padding", padding}};
+      if (json w = initializer(c, "depthwise_initializer", "GlorotUniform", refuse); !w.is_null())
+        dw["weight_init"] = w;
+      regularizer(c, "depthwise_regularizer", depthwise_name + ".weight", refuse);
+      json bias_init = initializer(c, "bias_initializer", "Zeros", refuse);
+      const bool bias = c.value("use_bias", true);
+      const std::string act = activation(c, refuse);
+      if (!separable) {
+        dw.update({{"bias", bias}, {"activation", act}});
+        dw.update(last_activation_params_);
+        if (bias && !bias_init.is_null()) dw["bias_init"] = bias_init;
+        regularizer(c, "bias_regularizer", name + ".bias", refuse);
+        node("conv2d", dw);
+      } else {
+        dw.update({{"bias", false}, {"source", cls}});
+        LayerNode d;
+        d.name = depthwise_name;
+        d.op = "conv2d";
+        d.inputs = inputs;
+        d.attrs = dw;
+        out.layers.push_back(std::move(d));
+        json pw = {{"filters", c.at("filters")},
+                   {"kernel", {1, 1}},
+                   {"bias", bias},
+                   {"activation", act}};
+        pw.update(last_activation_params_);
+        if (json w = initializer(c, "pointwise_initializer", "GlorotUniform", refuse); !w.is_null())
+          pw["weight_init"] = w;
+        if (bias && !bias_init.is_null()) pw["bias_init"] = bias_init;
+        regularizer(c, "pointwise_regularizer", name + ".weight", refuse);
+        regularizer(c, "bias_regularizer", name + ".bias", refuse);
+        inputs = {depthwise_name};
+        node("conv2d", pw);
+      }
     } else if (cls == "Dense") {
       weights("kernel_initializer");
       no("lora_rank");
@@ -271,7 +320,9 @@ class Reader {
     for (char ch : std::string(expected))
       want += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (plain == want) return json();
-    const bool weights = std::string(key) == "kernel_initializer";
+    const std::string k = key;
+    const bool weights = k == "kernel_initializer" || k == "depthwise_initializer" ||
+                         k == "pointwise_initializer";
     if (!weights && std::string(key) != "bias_initializer")
       refuse(key, " ", cls, " is not supported (", expected, " only)");
     const auto scaling = [](double scale, const char* fan, const char* dist) {

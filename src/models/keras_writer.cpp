@@ -216,14 +216,24 @@ class Writer {
           }
           padding = "valid";
         }
-        c.update({{"filters", a.at("filters")},
-                  {"kernel_size", pair("kernel", nullptr)},
+        c.update({{"kernel_size", pair("kernel", nullptr)},
                   {"strides", pair("strides", 1)},
                   {"dilation_rate", pair("dilation", 1)},
-                  {"groups", a.value("groups", 1)},
                   {"padding", padding},
                   {"data_format", "channels_last"}});
-        emit(n.name, "Conv2D", c, from, n.name, shape);
+        if (a.contains("depth_multiplier")) {  // Keras's own fans: its initializer as it is
+          c["depth_multiplier"] = a.at("depth_multiplier");
+          c["depthwise_initializer"] = c["kernel_initializer"];
+          c.erase("kernel_initializer");
+          if (c.contains("kernel_regularizer")) {
+            c["depthwise_regularizer"] = c["kernel_regularizer"];
+            c.erase("kernel_regularizer");
+          }
+          emit(n.name, "DepthwiseConv2D", c, from, n.name, shape);
+        } else {
+          c.update({{"filters", a.at("filters")}, {"groups", a.value("groups", 1)}});
+          emit(n.name, "Conv2D", c, from, n.name, shape);
+        }
       } else {
         c["units"] = a.at("units");
         emit(n.name, "Dense", c, from, n.name, shape);
@@ -338,6 +348,9 @@ class Writer {
                                  key == "optimizer.nesterov" || key == "batch_size" || key == "seed";
       const bool as_l2 = (key == "optimizer.weight_decay" || key == "optimizer.decay_only") &&
                          l2_written();  // the layers' kernel_regularizer
+      bool rescaling = false;  // a leading Rescaling, written as the layer it was
+      for (const LayerNode& n : d_.layers) rescaling |= n.op == "rescaling";
+      if (rescaling && (key == "rescale" || key == "mean" || key == "std")) continue;
       if (written.count(key) == 0 && !keras_default && !as_l2)
         left += (left.empty() ? "" : ", ") + key;
     }

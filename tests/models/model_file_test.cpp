@@ -190,6 +190,21 @@ TEST(ModelFile, KerasInitializersDrawAsKerasDoes) {
       EXPECT_LT(hi, 0.75);
     }
   }
+  // A depthwise kernel takes Keras's fans of its (3, 3, 32, 3) kernel: Glorot-uniform in
+  // +-sqrt(6 / (9 * (32 + 3))) = 0.138, where the grouped weight's own would give 0.083.
+  const std::shared_ptr<Model> sep = build_model(keras_dir() + "separable.json");
+  nn::initialize(*sep, 3);
+  bool seen = false;
+  for (const auto& [name, t] : sep->parameters()) {
+    if (name != "depthwise_conv2d.weight") continue;
+    seen = true;
+    ASSERT_EQ(t.shape(), (Shape{96, 1, 3, 3}));
+    double hi = 0;
+    for (float x : t.to_vector()) hi = std::max<double>(hi, std::abs(x));
+    EXPECT_LE(hi, std::sqrt(6.0 / (9 * 35)));
+    EXPECT_GT(hi, 0.9 * std::sqrt(6.0 / (9 * 35)));
+  }
+  EXPECT_TRUE(seen);
 }
 
 TEST(ModelFile, EpochsOwnFormatReadsBackToTheSameModel) {

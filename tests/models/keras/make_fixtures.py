@@ -134,6 +134,39 @@ def activations():
     return m
 
 
+def separable():
+    """Keras's current cats-vs-dogs tutorial in small: Rescaling, a strided Conv2D, batch norm,
+    SeparableConv2D blocks with a strided 1x1 residual, "same" max pooling, DepthwiseConv2D,
+    global average pooling, dropout and a logit."""
+    i = keras.Input((40, 40, 3))
+    x = layers.Rescaling(1.0 / 255)(i)
+    x = layers.Conv2D(16, 3, strides=2, padding="same")(x)
+    x = layers.BatchNormalization()(x)
+    x = layers.Activation("relu")(x)
+    previous = x
+    for size in (24, 32):
+        x = layers.Activation("relu")(x)
+        x = layers.SeparableConv2D(size, 3, padding="same")(x)
+        x = layers.BatchNormalization()(x)
+        x = layers.Activation("relu")(x)
+        x = layers.SeparableConv2D(size, 3, padding="same", depth_multiplier=2,
+                                   pointwise_initializer="he_normal")(x)
+        x = layers.BatchNormalization()(x)
+        x = layers.MaxPooling2D(3, strides=2, padding="same")(x)
+        residual = layers.Conv2D(size, 1, strides=2, padding="same")(previous)
+        x = layers.add([x, residual])
+        previous = x
+    x = layers.DepthwiseConv2D(3, depth_multiplier=3, strides=2, padding="same",
+                               activation="relu")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dropout(0.25)(x)
+    o = layers.Dense(1)(x)
+    m = keras.Model(i, o, name="separable")
+    m.compile(optimizer=keras.optimizers.Adam(3e-4),
+              loss=keras.losses.BinaryCrossentropy(from_logits=True))
+    return m
+
+
 def autoencoder():
     """MODELS.md's autoencoder on flat 784-vectors, as Keras writes it."""
     m = keras.Sequential([
@@ -215,7 +248,7 @@ def optimizer_steps():
 def main():
     expected = {}
     for make in (catdog, catdog_changed, cifar10_keras, residual, odd_layers, autoencoder,
-                 activations):
+                 activations, separable):
         m = make()
         name = make.__name__
         with open(os.path.join(HERE, name + ".json"), "w") as f:
