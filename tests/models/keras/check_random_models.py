@@ -1,5 +1,6 @@
 """Random Keras 3 models against epoch: builds models Keras itself writes (Functional graphs with
 Add/Concatenate, Sequential stacks; Conv2D with strides, dilation, groups and both paddings,
+SeparableConv2D and DepthwiseConv2D,
 pools, BatchNormalization, the activation layers, ZeroPadding2D, Rescaling, Dropout, L2, several
 initializers, losses and optimizers), saves each as to_json() and some as .keras, and checks that
 `epoch models --show FILE --json` gives Keras's count_params() and output_shape, and (with
@@ -28,7 +29,7 @@ ACTS = ["relu", "sigmoid", "tanh", "linear", "elu", "leaky_relu", "hard_sigmoid"
 
 
 def conv_block(rng, x):
-    kind = rng.choice(["conv", "conv", "conv", "pool", "bn", "act", "drop", "pad"])
+    kind = rng.choice(["conv", "conv", "conv", "pool", "bn", "act", "drop", "pad", "sep", "dw"])
     h = x.shape[1]
     if kind == "conv":
         k = rng.choice([1, 2, 3, 5])
@@ -43,6 +44,17 @@ def conv_block(rng, x):
                              use_bias=rng.random() < 0.8,
                              kernel_initializer=rng.choice(["glorot_uniform", "he_normal",
                                                             "lecun_uniform", "random_normal"]))(x)
+    if kind in ("sep", "dw"):
+        k, dm = rng.choice([1, 3]), rng.choice([1, 2])
+        pad = "same" if h < 4 else rng.choice(["same", "valid"])
+        init = rng.choice(["glorot_uniform", "he_normal", "lecun_uniform"])
+        if kind == "sep":
+            return layers.SeparableConv2D(rng.choice([8, 12]), k, strides=rng.choice([1, 2]),
+                                          padding=pad, depth_multiplier=dm,
+                                          activation=rng.choice(ACTS),
+                                          depthwise_initializer=init)(x)
+        return layers.DepthwiseConv2D(k, padding=pad, depth_multiplier=dm,
+                                      activation=rng.choice(ACTS), depthwise_initializer=init)(x)
     if kind == "pool" and h >= 4:
         pool = rng.choice([layers.MaxPooling2D, layers.AveragePooling2D])
         return pool(rng.choice([2, 3]), strides=rng.choice([None, 1, 2]),
