@@ -72,21 +72,21 @@ class NetReader {
     const auto out = blobs_.find(output_blob_);
     if (out == blobs_.end() || out->second == d_.input_name)
       fail("the loss's input '", output_blob_, "' is made by no layer");
-    // The loss on the last layer's output is the model's; the others are auxiliary classifiers.
-    if (losses_.size() > 1) {
-      output_blob_.clear();
-      for (const auto& [layer, weight, where] : losses_) {
-        if (layer != d_.layers.back().name) {
-          if (weight > 0.0) d_.aux_losses.emplace_back(layer, weight);
-          continue;
-        }
-        if (weight != 1.0)
-          fail(where, " loss_weight ", weight, " on the output is not supported (1)");
-        output_blob_ = layer;
+    // The loss on the last layer's output is the model's (of weight 1); the others are
+    // auxiliary classifiers.
+    bool output_loss = false;
+    for (const auto& [layer, weight, where] : losses_) {
+      if (layer != d_.layers.back().name) {
+        if (weight > 0.0) d_.aux_losses.emplace_back(layer, weight);
+        continue;
       }
-      if (output_blob_.empty())
-        fail("no loss layer takes the last layer's output (", d_.layers.back().name, ")");
-    } else if (out->second != d_.layers.back().name) {
+      if (weight != 1.0)
+        fail(where, " loss_weight ", weight, " on the output is not supported (1)");
+      output_loss = true;
+    }
+    if (losses_.size() > 1 && !output_loss)
+      fail("no loss layer takes the last layer's output (", d_.layers.back().name, ")");
+    if (losses_.size() <= 1 && out->second != d_.layers.back().name) {
       fail("the output '", output_blob_, "' is not made by the last layer (", d_.layers.back().name,
            ")");
     }

@@ -466,8 +466,7 @@ Task task_of(const Reader& r, const json& top, const std::string& out_activation
       const json& lc = loss["config"];
       from_logits = lc.value("from_logits", false);
       // What would change the loss itself is refused, not dropped.
-      if (lc.contains("label_smoothing") && lc["label_smoothing"] != 0 &&
-          lc["label_smoothing"] != 0.0)
+      if (lc.contains("label_smoothing") && lc["label_smoothing"] != 0)
         r.fail("compile_config loss ", name, " label_smoothing ",
                json_excerpt(lc["label_smoothing"]), " is not supported");
       const json reduction = lc.value("reduction", json("sum_over_batch_size"));

@@ -341,15 +341,16 @@ class Writer {
     static const std::set<std::string> written = {
         "optimizer.name", "optimizer.lr", "optimizer.momentum", "optimizer.alpha",
         "optimizer.eps", "optimizer.beta1", "optimizer.beta2", "optimizer.keras_epsilon"};
+    // A leading Rescaling is written as the layer it was; L2 as the layers' kernel_regularizer.
+    bool rescaling = false;
+    for (const LayerNode& n : d_.layers) rescaling |= n.op == "rescaling";
+    const bool l2 = l2_written();
     std::string left;
     for (const auto& [key, value] : r) {
       const bool keras_default = (key == "schedule.name" && word(key.c_str(), "") == "constant") ||
                                  (key == "schedule.warmup_steps" && number(key.c_str(), 0) == 0) ||
                                  key == "optimizer.nesterov" || key == "batch_size" || key == "seed";
-      const bool as_l2 = (key == "optimizer.weight_decay" || key == "optimizer.decay_only") &&
-                         l2_written();  // the layers' kernel_regularizer
-      bool rescaling = false;  // a leading Rescaling, written as the layer it was
-      for (const LayerNode& n : d_.layers) rescaling |= n.op == "rescaling";
+      const bool as_l2 = (key == "optimizer.weight_decay" || key == "optimizer.decay_only") && l2;
       if (rescaling && (key == "rescale" || key == "mean" || key == "std")) continue;
       if (written.count(key) == 0 && !keras_default && !as_l2)
         left += (left.empty() ? "" : ", ") + key;

@@ -204,6 +204,18 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "out" bottom: "label" top: 
   EXPECT_NEAR(at6, 2.0f * at3, 1e-5f);
   // The description keeps them (a checkpoint rebuilds the same model).
   EXPECT_EQ(description_from_json(description_to_json(d), "d.json").aux_losses, d.aux_losses);
+  // A weight on the output's own loss (one loss layer or several) is refused, not dropped.
+  std::string weighted = net(0.3);
+  weighted.replace(weighted.rfind("top: \"loss\" }"), 14, "top: \"loss\" loss_weight: 2 }");
+  EXPECT_NE(error_of(weighted).find("loss: SoftmaxWithLoss loss_weight 2 on the output"),
+            std::string::npos)
+      << error_of(weighted);
+  std::string lenet = caffe_file("lenet_train_test.prototxt");
+  lenet.replace(lenet.find("type: \"SoftmaxWithLoss\""), 24,
+                "type: \"SoftmaxWithLoss\" loss_weight: 2");
+  EXPECT_NE(error_of(lenet, CaffeOptions{.input_shape = {1, 28, 28}})
+                .find("loss: SoftmaxWithLoss loss_weight 2 on the output"),
+            std::string::npos);
 }
 
 TEST(CaffeReader, UnsupportedAndHostileNetsAreRefusedInOneLine) {
