@@ -14,6 +14,7 @@
 #include "epoch/models/zoo.h"
 #include "epoch/nn/layers.h"
 #include "epoch/ops/backend.h"
+#include "epoch/tensor/cpu_isa.h"
 #include "epoch/tensor/file_io.h"
 #include "epoch/tensor/storage.h"
 #include "epoch/train/recipe.h"
@@ -130,7 +131,9 @@ int run_info(bool json) {
         {{"name", d.name},
          {"memory_gib", static_cast<double>(d.total_bytes) / (1u << 30)},
          {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
-         {"multiprocessors", d.multiprocessors}});
+         {"multiprocessors", d.multiprocessors},
+         {"driver", d.driver},
+         {"runtime", d.runtime}});
   const WaitPolicy wait = wait_policy_in_force();
   nlohmann::json j{
       {"version", EPOCH_VERSION},
@@ -139,15 +142,21 @@ int run_info(bool json) {
         {"onednn", ops::onednn_available()},
         {"compiler", __VERSION__}}},
       {"cpu",
-       {{"model", ops::cpu_model_name()},
+       {{"model", epoch::cpu_model_name()},
         {"features", features},
+        {"isa", cpu_isa_name(active_cpu_isa())},
+        {"isa_detected", cpu_isa_name(detected_cpu_isa())},
         {"logical_cores", omp_get_num_procs()}}},
       {"threads", ops::num_threads()},
       {"omp_wait", {{"setting", wait.setting}, {"source", wait.source}, {"note", wait.note}}},
       {"cpu_kernels", ops::use_onednn() ? "onednn" : "reference"},
       {"onednn_isa", ops::onednn_cpu_isa()},
-      {"winograd", ops::onednn_has_winograd() ? "onednn" : "epoch"},  // whose kernels
-      {"gpus", gpus}};
+      {"winograd",  // whose kernels
+       ops::onednn_has_winograd() ? "onednn"
+       : static_cast<int>(active_cpu_isa()) >= static_cast<int>(CpuIsa::x86_64_v3) ? "epoch"
+                                                                                  : "none"},
+      {"gpus", gpus},
+      {"cudnn", ops::cudnn_version()}};
   if (json) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -157,8 +166,15 @@ int run_info(bool json) {
               ops::onednn_available() ? "yes" : "no", __VERSION__);
   std::string feats;
   for (const auto& f : features) feats += " " + f;
-  std::printf("cpu:      %s (%d logical cores;%s)\n", ops::cpu_model_name().c_str(),
+  std::printf("cpu:      %s (%d logical cores;%s)\n", epoch::cpu_model_name().c_str(),
               omp_get_num_procs(), feats.c_str());
+  std::printf("isa:      %s (%s) for epoch's own kernels%s\n", cpu_isa_name(active_cpu_isa()),
+              cpu_isa_features(active_cpu_isa()),
+              active_cpu_isa() == detected_cpu_isa()
+                  ? ", this CPU's level (EPOCH_CPU_ISA lowers it)"
+                  : (std::string(", lowered by EPOCH_CPU_ISA from this CPU's ") +
+                     cpu_isa_name(detected_cpu_isa()))
+                        .c_str());
   std::printf("threads:  %d (set with --threads or OMP_NUM_THREADS)\n", ops::num_threads());
   const char* whose = wait.source == "epoch"
                           ? "epoch's default; OMP_WAIT_POLICY or GOMP_SPINCOUNT overrides it"
@@ -168,9 +184,10 @@ int run_info(bool json) {
               wait.note.c_str());
   if (ops::use_onednn())
     std::printf("kernels:  oneDNN fast path, ISA %s, %s\n", ops::onednn_cpu_isa().c_str(),
-                ops::onednn_has_winograd()
-                    ? "Winograd convolutions by oneDNN (--conv-algo auto)"
-                    : "Winograd convolutions by epoch's AVX2 kernels (--conv-algo auto)");
+                ops::onednn_has_winograd() ? "Winograd convolutions by oneDNN (--conv-algo auto)"
+                : static_cast<int>(active_cpu_isa()) >= static_cast<int>(CpuIsa::x86_64_v3)
+                    ? "Winograd convolutions by epoch's AVX2 kernels (--conv-algo auto)"
+                    : "no Winograd convolutions (they need AVX2)");
   else
     std::printf("kernels:  reference\n");
   if (gpus.empty())

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "epoch/study/combine.h"
 #include "epoch/study/study.h"
 
 namespace epoch::cli {
@@ -43,6 +44,37 @@ int run_study_command(const StudyOptions& o) {
   return 0;
 }
 
+struct CombineOptions {
+  std::vector<std::string> dirs;
+  std::string out_dir;
+  bool json = false;
+};
+
+int run_combine_command(const CombineOptions& o) {
+  const study::StudyResult r = study::combine_studies(o.dirs, o.out_dir, o.json ? nullptr : stdout);
+  const std::string report = write_report_or_warn(o.out_dir);
+  if (o.json) {
+    nlohmann::json j = r.to_json();
+    if (!report.empty()) j["report"] = report;
+    std::printf("%s\n", j.dump().c_str());
+  } else if (!report.empty()) {
+    std::printf("study combine: report %s\n", report.c_str());
+  }
+  return 0;
+}
+
+void add_combine_command(CLI::App& study, int& exit_code) {
+  auto o = std::make_shared<CombineOptions>();
+  CLI::App* cmd = study.add_subcommand(
+      "combine",
+      "Pool finished studies of several machines (each its own --out) into one, comparing "
+      "every machine's configurations paired by seed; studies of another protocol are refused");
+  cmd->add_option("studies", o->dirs, "The study folders, two or more")->required();
+  cmd->add_option("--out", o->out_dir, "Folder for the pooled study.json and report")->required();
+  cmd->add_flag("--json", o->json, "Print one JSON object instead of lines");
+  cmd->callback([o, &exit_code] { exit_code = run_combine_command(*o); });
+}
+
 }  // namespace
 
 void add_study_command(CLI::App& app, int& exit_code) {
@@ -69,7 +101,7 @@ void add_study_command(CLI::App& app, int& exit_code) {
          [](Config& to, const Config& from) { to.repeats = from.repeats; })
       ->capture_default_str()
       ->check(in_range(2, 100000));
-  cmd->add_option("--out", c.out_dir, "Folder for the runs and study.json")->required();
+  cmd->add_option("--out", c.out_dir, "Folder for the runs and study.json (needed)");
   cmd->add_flag("--resume", c.resume,
                 "Continue the interrupted study in --out: its finished runs are kept, the rest "
                 "trained (its settings are the stored ones; a flag that differs is refused)");
@@ -97,8 +129,15 @@ void add_study_command(CLI::App& app, int& exit_code) {
   stored(cmd->add_option("--seed", c.seed, "Repeat r trains with seed + r"),
          [](Config& to, const Config& from) { to.seed = from.seed; })
       ->capture_default_str();
+  stored(cmd->add_option("--machine", c.machine,
+                         "What `epoch study combine` calls this machine (default: its CPU's "
+                         "short name, its GPU's for CUDA configurations)"),
+         [](Config& to, const Config& from) { to.machine = from.machine; });
   cmd->add_flag("--json", o->json, "Print one JSON object instead of lines");
-  cmd->callback([o, &exit_code] { exit_code = run_study_command(*o); });
+  add_combine_command(*cmd, exit_code);
+  cmd->callback([o, cmd, &exit_code] {
+    if (cmd->get_subcommands().empty()) exit_code = run_study_command(*o);
+  });
 }
 
 }  // namespace epoch::cli

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/omp_wait.h"
 #include "epoch/dist/process_group.h"
+#include "epoch/tensor/cpu_isa.h"
 #include "epoch/tensor/error.h"
 #include "epoch/tensor/text.h"
 #include "epoch/tensor/warnings.h"
@@ -59,6 +60,12 @@ bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
 
 int main(int argc, char** argv) {
   epoch::cli::apply_default_wait_policy(argv);  // may re-execute the binary: before anything else
+  try {
+    (void)epoch::active_cpu_isa();  // EPOCH_CPU_ISA checked once, before any kernel runs
+  } catch (const epoch::Error& e) {
+    std::fprintf(stderr, "epoch: error: %s\n", user_message(e.what()).c_str());
+    return 2;
+  }
   CLI::App app{"epoch: train, evaluate and benchmark deep-learning models on CPU and GPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("epoch ") + EPOCH_VERSION);

@@ -7,8 +7,10 @@
 
 #include "cpu/vector_exp.h"
 #include "kernels/impl_note.h"
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 
 void relu_forward(const float* x, float* y, std::int64_t n) {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
@@ -110,4 +112,21 @@ void softmax_forward(const float* x, float* y, std::int64_t N, std::int64_t K) {
   }
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(relu_forward);
+EPOCH_ISA_KERNEL(relu_backward);
+EPOCH_ISA_KERNEL(sigmoid_forward);
+EPOCH_ISA_KERNEL(sigmoid_forward_fast);
+EPOCH_ISA_KERNEL(sigmoid_backward);
+EPOCH_ISA_KERNEL(tanh_forward);
+EPOCH_ISA_KERNEL(tanh_backward);
+EPOCH_ISA_KERNEL(hard_sigmoid_forward);
+EPOCH_ISA_KERNEL(hard_sigmoid_backward);
+EPOCH_ISA_KERNEL(clip_forward);
+EPOCH_ISA_KERNEL(clip_backward);
+EPOCH_ISA_KERNEL(softmax_forward);
 }  // namespace epoch::cpu
+#endif

@@ -13,8 +13,10 @@
 #include <cmath>
 
 #include "kernels/impl_note.h"
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu::fixed_order {
+namespace epoch::cpu::fixed_order::EPOCH_ISA_NS {
 namespace {
 
 constexpr const char* kImpl = "epoch:batch_norm_fixed";
@@ -245,4 +247,11 @@ void batch_norm_backward(const float* dy, const float* x, const float* gamma,
                       0);
 }
 
+}  // namespace epoch::cpu::fixed_order::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu::fixed_order {
+EPOCH_ISA_KERNEL(batch_norm_forward);
+EPOCH_ISA_KERNEL(batch_norm_backward);
 }  // namespace epoch::cpu::fixed_order
+#endif

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu::fixed_order {
 
@@ -14,7 +15,7 @@ namespace epoch::cpu::fixed_order {
 /// y are row-major for block 0, else channel-blocked ((N, C/block, HW, block), block 8 or 16,
 /// C a multiple of it). Within a few float roundings of the reference; the bits do not depend
 /// on the thread count. Names itself "epoch:batch_norm_fixed" (kernels::note_impl).
-void batch_norm_forward(const float* x,       // (N, C, HW)
+extern const kernels::IsaKernel<void(const float* x,       // (N, C, HW)
                         const float* gamma,   // (C)
                         const float* beta,    // (C)
                         float* running_mean,  // (C)
@@ -24,10 +25,10 @@ void batch_norm_forward(const float* x,       // (N, C, HW)
                         float* save_invstd,   // (C)
                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
                         float momentum, float eps, bool unbiased_running_var,
-                        std::int64_t block);
+                        std::int64_t block)> batch_norm_forward;
 
 /// As cpu::batch_norm_backward (overwrites dx, dgamma, dbeta), in the layout of `block`.
-void batch_norm_backward(const float* dy,           // (N, C, HW)
+extern const kernels::IsaKernel<void(const float* dy,           // (N, C, HW)
                          const float* x,            // (N, C, HW)
                          const float* gamma,        // (C)
                          const float* save_mean,    // (C)
@@ -36,6 +37,6 @@ void batch_norm_backward(const float* dy,           // (N, C, HW)
                          float* dgamma,             // (C)
                          float* dbeta,              // (C)
                          std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
-                         std::int64_t block);
+                         std::int64_t block)> batch_norm_backward;
 
 }  // namespace epoch::cpu::fixed_order

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "cpu/linear_cpu.h"
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 
 using kernels::Conv2dDims;
 
@@ -73,7 +75,7 @@ void conv2d_forward(const Conv2dDims& d, const float* x, const float* w, const f
   for (std::int64_t n = 0; n < d.N; ++n)
     for (std::int64_t g = 0; g < d.groups; ++g) {
       im2col(d, Cg, x + (n * d.C + g * Cg) * d.H * d.W, col.data());
-      gemm(false, false, OCg, P, K, w + g * OCg * K, col.data(), y + (n * d.OC + g * OCg) * P);
+      gemm(false, false, OCg, P, K, w + g * OCg * K, col.data(), y + (n * d.OC + g * OCg) * P, false);
     }
   if (b != nullptr) bias_add_forward(y, b, y, d.N, d.OC, P);
 }
@@ -91,7 +93,7 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
       gemm(false, true, OCg, K, P, dyg, col.data(), dw + g * OCg * K, n > 0);
       if (dx != nullptr) {
         // dcol (K, P) = W_g^T (K, OCg) dy_g (OCg, P), then scattered back onto dx.
-        gemm(true, false, K, P, OCg, w + g * OCg * K, dyg, col.data());
+        gemm(true, false, K, P, OCg, w + g * OCg * K, dyg, col.data(), false);
         col2im(d, Cg, col.data(), dx + (n * d.C + g * Cg) * d.H * d.W);
       }
     }
@@ -99,4 +101,11 @@ void conv2d_backward(const Conv2dDims& d, const float* dy, const float* x, const
   if (db != nullptr) bias_add_backward(dy, db, d.N, d.OC, P);
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(conv2d_forward);
+EPOCH_ISA_KERNEL(conv2d_backward);
 }  // namespace epoch::cpu
+#endif

@@ -3,23 +3,24 @@
 #pragma once
 
 #include "kernels/args.h"
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu {
 
 /// y = conv(x, w) + b.
-void conv2d_forward(const kernels::Conv2dDims& d,
+extern const kernels::IsaKernel<void(const kernels::Conv2dDims& d,
                     const float* x,  // (N, C, H, W)
                     const float* w,  // (OC, C/groups, KH, KW)
                     const float* b,  // (OC) or null
-                    float* y);       // (N, OC, OH, OW)
+                    float* y)> conv2d_forward;       // (N, OC, OH, OW)
 
 /// Gradients of conv2d_forward; overwrites dx, dw, db. dx and db may be null (not wanted).
-void conv2d_backward(const kernels::Conv2dDims& d,
+extern const kernels::IsaKernel<void(const kernels::Conv2dDims& d,
                      const float* dy,  // (N, OC, OH, OW)
                      const float* x,   // (N, C, H, W)
                      const float* w,   // (OC, C/groups, KH, KW)
                      float* dx,        // (N, C, H, W) or null
                      float* dw,        // (OC, C/groups, KH, KW)
-                     float* db);       // (OC) or null
+                     float* db)> conv2d_backward;       // (OC) or null
 
 }  // namespace epoch::cpu

@@ -4,15 +4,17 @@
 // four elements, and the calls of consecutive groups run side by side in vector lanes.
 #include "cpu/dropout_cpu.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 
-#include "cpu/cpu_features.h"
 #include "epoch/tensor/random.h"
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
+#if EPOCH_ISA_HAS_AVX2
+#include <immintrin.h>
+#endif
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 
 namespace {
 
@@ -22,7 +24,7 @@ namespace {
 constexpr int kLanes = 16;
 using LaneBits = std::uint32_t[4][kLanes];
 
-void philox_lanes_portable(std::uint64_t g0, std::uint64_t key, LaneBits& out) {
+[[maybe_unused]] void philox_lanes_portable(std::uint64_t g0, std::uint64_t key, LaneBits& out) {
   for (int l = 0; l < kLanes; ++l) {
     const std::uint64_t g = g0 + static_cast<std::uint64_t>(l);
     const std::array<std::uint32_t, 4> r =
@@ -31,8 +33,7 @@ void philox_lanes_portable(std::uint64_t g0, std::uint64_t key, LaneBits& out) {
   }
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2")
+#if EPOCH_ISA_HAS_AVX2
 // The high 32 bits of the eight 32 x 32-bit products a * m (vpmuludq on even and odd lanes).
 __m256i mulhi_epu32(__m256i a, __m256i m) {
   const __m256i even = _mm256_mul_epu32(a, m);
@@ -71,11 +72,14 @@ void philox_lanes_avx2(std::uint64_t g0, std::uint64_t key, LaneBits& out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(&out[3][8 * half]), c3);
   }
 }
-#pragma GCC pop_options
+#endif
 
 void philox_lanes(std::uint64_t g0, std::uint64_t key, LaneBits& out) {
-  if (cpu_has_avx2_fma()) return philox_lanes_avx2(g0, key, out);
+#if EPOCH_ISA_HAS_AVX2
+  philox_lanes_avx2(g0, key, out);
+#else
   philox_lanes_portable(g0, key, out);
+#endif
 }
 
 // Elements [begin, end) of the stream (row-major indices) as keep factors: factor[i - begin] =
@@ -147,4 +151,12 @@ void dropout_backward(const float* dy, const float* mask, float* dx, std::int64_
   for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(dropout_forward);
+EPOCH_ISA_KERNEL(dropout_forward_blocked);
+EPOCH_ISA_KERNEL(dropout_backward);
 }  // namespace epoch::cpu
+#endif

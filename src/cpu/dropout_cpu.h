@@ -4,23 +4,24 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu {
 
 /// Element i is kept iff uniform_i = (bits_at(i) >> 8) * 2^-24 >= p; kept elements are scaled by
 /// 1 / (1 - p). Requires 0 <= p < 1.
-void dropout_forward(const float* x,  // (n)
+extern const kernels::IsaKernel<void(const float* x,  // (n)
                      float* y,        // (n) x * mask
                      float* mask,     // (n) 0 or 1 / (1 - p)
-                     std::int64_t n, float p, std::uint64_t seed, std::uint64_t key);
+                     std::int64_t n, float p, std::uint64_t seed, std::uint64_t key)> dropout_forward;
 /// dropout_forward of a channel-blocked (N, C/b, H, W, b) x, y and mask: each element keeps
 /// the decision of its row-major index, so the mask is the same in either layout.
-void dropout_forward_blocked(const float* x, float* y, float* mask, std::int64_t N, std::int64_t C,
+extern const kernels::IsaKernel<void(const float* x, float* y, float* mask, std::int64_t N, std::int64_t C,
                              std::int64_t HW, std::int64_t block, float p, std::uint64_t seed,
-                             std::uint64_t key);
-void dropout_backward(const float* dy,    // (n)
+                             std::uint64_t key)> dropout_forward_blocked;
+extern const kernels::IsaKernel<void(const float* dy,    // (n)
                       const float* mask,  // (n) from dropout_forward
                       float* dx,          // (n) dy * mask
-                      std::int64_t n);
+                      std::int64_t n)> dropout_backward;
 
 }  // namespace epoch::cpu

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <vector>
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 
 using kernels::BinaryOp;
 
@@ -143,4 +145,18 @@ void sum_to(const float* x, const std::int64_t* shape, int ndim, const std::int6
     out[i] = static_cast<float>(acc[static_cast<std::size_t>(i)]);
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(binary_forward);
+EPOCH_ISA_KERNEL(binary_same_shape);
+EPOCH_ISA_KERNEL(affine);
+EPOCH_ISA_KERNEL(pow_scalar);
+EPOCH_ISA_KERNEL(axpy);
+EPOCH_ISA_KERNEL(fill);
+EPOCH_ISA_KERNEL(copy);
+EPOCH_ISA_KERNEL(sum);
+EPOCH_ISA_KERNEL(sum_to);
 }  // namespace epoch::cpu
+#endif

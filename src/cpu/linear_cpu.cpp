@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <vector>
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 namespace {
 
 constexpr std::int64_t kTileM = 16;   // rows of C per tile
@@ -76,14 +78,14 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
 
 void linear_forward(const float* x, const float* w, const float* b, float* y, std::int64_t N,
                     std::int64_t IN, std::int64_t OUT) {
-  gemm(false, true, N, OUT, IN, x, w, y);
+  gemm(false, true, N, OUT, IN, x, w, y, false);
   if (b != nullptr) bias_add_forward(y, b, y, N, OUT, 1);
 }
 
 void linear_backward(const float* dy, const float* x, const float* w, float* dx, float* dw,
                      float* db, std::int64_t N, std::int64_t IN, std::int64_t OUT) {
-  if (dx != nullptr) gemm(false, false, N, IN, OUT, dy, w, dx);  // (N, OUT) (OUT, IN)
-  gemm(true, false, OUT, IN, N, dy, x, dw);                      // (OUT, N) (N, IN)
+  if (dx != nullptr) gemm(false, false, N, IN, OUT, dy, w, dx, false);  // (N, OUT) (OUT, IN)
+  gemm(true, false, OUT, IN, N, dy, x, dw, false);                    // (OUT, N) (N, IN)
   if (db != nullptr) bias_add_backward(dy, db, N, OUT, 1);
 }
 
@@ -130,4 +132,14 @@ void bias_add_backward(const float* dy, float* db, std::int64_t outer, std::int6
   }
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(gemm);
+EPOCH_ISA_KERNEL(linear_forward);
+EPOCH_ISA_KERNEL(linear_backward);
+EPOCH_ISA_KERNEL(bias_add_forward);
+EPOCH_ISA_KERNEL(bias_add_backward);
 }  // namespace epoch::cpu
+#endif

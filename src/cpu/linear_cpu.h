@@ -3,40 +3,41 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu {
 
 /// c = op(a) op(b) (+ c when accumulate). op(a) (M, K), op(b) (K, N), c (M, N), all row-major.
 /// a is stored (M, K), or (K, M) when trans_a; b is stored (K, N), or (N, K) when trans_b.
 /// Each c element sums over k in increasing order whatever the thread count.
-void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
-          const float* a, const float* b, float* c, bool accumulate = false);
+extern const kernels::IsaKernel<void(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
+          const float* a, const float* b, float* c, bool accumulate)> gemm;
 
 /// y = x w^T + b.
-void linear_forward(const float* x,  // (N, IN)
+extern const kernels::IsaKernel<void(const float* x,  // (N, IN)
                     const float* w,  // (OUT, IN)
                     const float* b,  // (OUT) or null
                     float* y,        // (N, OUT)
-                    std::int64_t N, std::int64_t IN, std::int64_t OUT);
+                    std::int64_t N, std::int64_t IN, std::int64_t OUT)> linear_forward;
 
 /// Gradients of linear_forward; dx and db may be null (not wanted). Overwrites the outputs.
-void linear_backward(const float* dy,  // (N, OUT)
+extern const kernels::IsaKernel<void(const float* dy,  // (N, OUT)
                      const float* x,   // (N, IN)
                      const float* w,   // (OUT, IN)
                      float* dx,        // (N, IN) or null
                      float* dw,        // (OUT, IN)
                      float* db,        // (OUT) or null
-                     std::int64_t N, std::int64_t IN, std::int64_t OUT);
+                     std::int64_t N, std::int64_t IN, std::int64_t OUT)> linear_backward;
 
 /// y = x + b broadcast over channels; x viewed as (outer, C, inner).
-void bias_add_forward(const float* x,  // (outer, C, inner)
+extern const kernels::IsaKernel<void(const float* x,  // (outer, C, inner)
                       const float* b,  // (C)
                       float* y,        // (outer, C, inner)
-                      std::int64_t outer, std::int64_t C, std::int64_t inner);
+                      std::int64_t outer, std::int64_t C, std::int64_t inner)> bias_add_forward;
 
 /// db[c] = sum of dy over outer and inner, in a fixed order.
-void bias_add_backward(const float* dy,  // (outer, C, inner)
+extern const kernels::IsaKernel<void(const float* dy,  // (outer, C, inner)
                        float* db,        // (C)
-                       std::int64_t outer, std::int64_t C, std::int64_t inner);
+                       std::int64_t outer, std::int64_t C, std::int64_t inner)> bias_add_backward;
 
 }  // namespace epoch::cpu

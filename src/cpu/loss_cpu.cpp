@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 namespace {
 
 constexpr std::int64_t kBlock = 4096;
@@ -118,4 +120,17 @@ void l1_backward(float dloss, const float* x, const float* t, float* dx, std::in
   }
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(softmax_cross_entropy_forward);
+EPOCH_ISA_KERNEL(softmax_cross_entropy_backward);
+EPOCH_ISA_KERNEL(bce_with_logits_forward);
+EPOCH_ISA_KERNEL(bce_with_logits_backward);
+EPOCH_ISA_KERNEL(mse_forward);
+EPOCH_ISA_KERNEL(mse_backward);
+EPOCH_ISA_KERNEL(l1_forward);
+EPOCH_ISA_KERNEL(l1_backward);
 }  // namespace epoch::cpu
+#endif

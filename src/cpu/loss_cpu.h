@@ -4,48 +4,49 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu {
 
 /// Mean over rows of -log softmax(logits)[label], via log-sum-exp. Labels must be in [0, K).
-double softmax_cross_entropy_forward(const float* logits,         // (N, K)
+extern const kernels::IsaKernel<double(const float* logits,         // (N, K)
                                      const std::int32_t* labels,  // (N)
                                      float* probs,                // (N, K) softmax, out
-                                     std::int64_t N, std::int64_t K);
-void softmax_cross_entropy_backward(float dloss,
+                                     std::int64_t N, std::int64_t K)> softmax_cross_entropy_forward;
+extern const kernels::IsaKernel<void(float dloss,
                                     const float* probs,          // (N, K)
                                     const std::int32_t* labels,  // (N)
                                     float* dlogits,  // (N, K) (probs - onehot) * dloss / N
-                                    std::int64_t N, std::int64_t K);
+                                    std::int64_t N, std::int64_t K)> softmax_cross_entropy_backward;
 
 /// Mean of max(x, 0) - x*t + log1p(exp(-|x|)).
-double bce_with_logits_forward(const float* x,  // (n) logits
+extern const kernels::IsaKernel<double(const float* x,  // (n) logits
                                const float* t,  // (n) targets in [0, 1]
-                               std::int64_t n);
-void bce_with_logits_backward(float dloss,
+                               std::int64_t n)> bce_with_logits_forward;
+extern const kernels::IsaKernel<void(float dloss,
                               const float* x,  // (n)
                               const float* t,  // (n)
                               float* dx,       // (n) (sigmoid(x) - t) * dloss / n
-                              std::int64_t n);
+                              std::int64_t n)> bce_with_logits_backward;
 
 /// Mean of (x - t)^2.
-double mse_forward(const float* x,  // (n)
+extern const kernels::IsaKernel<double(const float* x,  // (n)
                    const float* t,  // (n)
-                   std::int64_t n);
-void mse_backward(float dloss,
+                   std::int64_t n)> mse_forward;
+extern const kernels::IsaKernel<void(float dloss,
                   const float* x,  // (n)
                   const float* t,  // (n)
                   float* dx,       // (n) 2 (x - t) * dloss / n
-                  std::int64_t n);
+                  std::int64_t n)> mse_backward;
 
 /// Mean of |x - t|.
-double l1_forward(const float* x,  // (n)
+extern const kernels::IsaKernel<double(const float* x,  // (n)
                   const float* t,  // (n)
-                  std::int64_t n);
-void l1_backward(float dloss,
+                  std::int64_t n)> l1_forward;
+extern const kernels::IsaKernel<void(float dloss,
                  const float* x,  // (n)
                  const float* t,  // (n)
                  float* dx,       // (n) sign(x - t) * dloss / n, 0 where x == t
-                 std::int64_t n);
+                 std::int64_t n)> l1_backward;
 
 }  // namespace epoch::cpu

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 
 void batch_norm_forward(const float* x, const float* gamma, const float* beta,
                         float* running_mean, float* running_var, float* y, float* save_mean,
@@ -138,4 +140,13 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
     }
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(batch_norm_forward);
+EPOCH_ISA_KERNEL(batch_norm_backward);
+EPOCH_ISA_KERNEL(lrn_forward);
+EPOCH_ISA_KERNEL(lrn_backward);
 }  // namespace epoch::cpu
+#endif

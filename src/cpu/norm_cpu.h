@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu {
 
@@ -11,7 +12,7 @@ namespace epoch::cpu {
 /// one (Keras) when unbiased_running_var is false (requires N*HW > 1).
 /// Eval: normalizes with the running statistics (left unchanged).
 /// save_mean/save_invstd receive the mean and 1/sqrt(var + eps) that were used.
-void batch_norm_forward(const float* x,        // (N, C, HW)
+extern const kernels::IsaKernel<void(const float* x,        // (N, C, HW)
                         const float* gamma,    // (C)
                         const float* beta,     // (C)
                         float* running_mean,   // (C)
@@ -20,10 +21,10 @@ void batch_norm_forward(const float* x,        // (N, C, HW)
                         float* save_mean,      // (C)
                         float* save_invstd,    // (C)
                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training,
-                        float momentum, float eps, bool unbiased_running_var);
+                        float momentum, float eps, bool unbiased_running_var)> batch_norm_forward;
 
 /// Gradients of batch_norm_forward; training includes the path through the batch statistics.
-void batch_norm_backward(const float* dy,           // (N, C, HW)
+extern const kernels::IsaKernel<void(const float* dy,           // (N, C, HW)
                          const float* x,            // (N, C, HW)
                          const float* gamma,        // (C)
                          const float* save_mean,    // (C)
@@ -31,21 +32,21 @@ void batch_norm_backward(const float* dy,           // (N, C, HW)
                          float* dx,                 // (N, C, HW)
                          float* dgamma,             // (C)
                          float* dbeta,              // (C)
-                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training);
+                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training)> batch_norm_backward;
 
 /// y = x / (k + alpha/size * sum of x^2 over channels [c - size/2, c + (size-1)/2])^beta,
 /// channels outside [0, C) counting as zero.
-void lrn_forward(const float* x,  // (N, C, HW)
+extern const kernels::IsaKernel<void(const float* x,  // (N, C, HW)
                  float* y,        // (N, C, HW)
                  std::int64_t N, std::int64_t C, std::int64_t HW, std::int64_t size, float alpha,
-                 float beta, float k);
+                 float beta, float k)> lrn_forward;
 
 /// dx of lrn_forward (overwrites dx).
-void lrn_backward(const float* dy,  // (N, C, HW)
+extern const kernels::IsaKernel<void(const float* dy,  // (N, C, HW)
                   const float* x,   // (N, C, HW)
                   const float* y,   // (N, C, HW) the forward output
                   float* dx,        // (N, C, HW)
                   std::int64_t N, std::int64_t C, std::int64_t HW, std::int64_t size,
-                  float alpha, float beta, float k);
+                  float alpha, float beta, float k)> lrn_backward;
 
 }  // namespace epoch::cpu

@@ -12,8 +12,10 @@
 
 #include "cpu/vector_exp.h"
 #include "kernels/impl_note.h"
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu::nchw {
+namespace epoch::cpu::nchw::EPOCH_ISA_NS {
 namespace {
 
 // Below this many multiply-adds a parallel region costs more than it saves (as the oneDNN
@@ -172,4 +174,11 @@ void lrn_backward(const float* dy, const float* x, const float* y, float* dx, st
   }
 }
 
+}  // namespace epoch::cpu::nchw::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu::nchw {
+EPOCH_ISA_KERNEL(lrn_forward);
+EPOCH_ISA_KERNEL(lrn_backward);
 }  // namespace epoch::cpu::nchw
+#endif

@@ -4,23 +4,24 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu::nchw {
 
 /// As cpu::lrn_forward, any window size: y = x * (k + alpha/size * sum of x^2 over channels
 /// [c - size/2, c + (size-1)/2])^-beta. Within a few float roundings of the reference; results
 /// do not depend on the thread count. Names itself "epoch:lrn_nchw" (kernels::note_impl).
-void lrn_forward(const float* x,  // (N, C, HW)
+extern const kernels::IsaKernel<void(const float* x,  // (N, C, HW)
                  float* y,        // (N, C, HW)
                  std::int64_t N, std::int64_t C, std::int64_t HW, std::int64_t size, float alpha,
-                 float beta, float k);
+                 float beta, float k)> lrn_forward;
 
 /// As cpu::lrn_backward (overwrites dx), from the forward output y.
-void lrn_backward(const float* dy,  // (N, C, HW)
+extern const kernels::IsaKernel<void(const float* dy,  // (N, C, HW)
                   const float* x,   // (N, C, HW)
                   const float* y,   // (N, C, HW) the forward output
                   float* dx,        // (N, C, HW)
                   std::int64_t N, std::int64_t C, std::int64_t HW, std::int64_t size, float alpha,
-                  float beta, float k);
+                  float beta, float k)> lrn_backward;
 
 }  // namespace epoch::cpu::nchw

@@ -8,10 +8,15 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "cpu/isa_onednn.h"
+
 namespace epoch::cpu::onednn {
 
 dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine e = [] {
+    apply_cpu_isa_cap();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return e;
 }
 

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 namespace {
 
 constexpr std::int64_t kParallelThreshold = 32768;
@@ -150,4 +152,15 @@ double squared_norm(const float* x, std::int64_t n) {
   return total;
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(sgd_step);
+EPOCH_ISA_KERNEL(adam_step);
+EPOCH_ISA_KERNEL(rmsprop_step);
+EPOCH_ISA_KERNEL(lars_step);
+EPOCH_ISA_KERNEL(lamb_direction);
+EPOCH_ISA_KERNEL(squared_norm);
 }  // namespace epoch::cpu
+#endif

@@ -9,8 +9,10 @@
 
 #include "cpu/cpu_features.h"
 #include "epoch/tensor/error.h"
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 
 using kernels::Pool2dDims;
 
@@ -357,14 +359,7 @@ void check(const Pool2dDims& d, std::int64_t block) {
 
 }  // namespace
 
-bool max_pool2d_blocked_supported(const Pool2dDims& d) {
-  return d.KH * d.KW <= 256 && d.pad_top < d.KH && d.pad_left < d.KW;
-}
 
-bool max_pool2d_windows_tile(const Pool2dDims& d) {
-  return d.KH == d.stride_h && d.KW == d.stride_w && d.pad_top == 0 && d.pad_left == 0 &&
-         d.KH * d.KW <= 256 && d.OH * d.KH <= d.H && d.OW * d.KW <= d.W;
-}
 
 void max_pool2d_blocked_forward(const Pool2dDims& d, std::int64_t block, const float* x, float* y,
                                 std::uint8_t* ws) {
@@ -388,4 +383,23 @@ void max_pool2d_blocked_backward(const Pool2dDims& d, std::int64_t block, const 
     backward<16>(d, dy, y_mask, ws, dx);
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+
+using kernels::Pool2dDims;
+
+bool max_pool2d_blocked_supported(const Pool2dDims& d) {
+  return d.KH * d.KW <= 256 && d.pad_top < d.KH && d.pad_left < d.KW;
+}
+
+bool max_pool2d_windows_tile(const Pool2dDims& d) {
+  return d.KH == d.stride_h && d.KW == d.stride_w && d.pad_top == 0 && d.pad_left == 0 &&
+         d.KH * d.KW <= 256 && d.OH * d.KH <= d.H && d.OW * d.KW <= d.W;
+}
+
+EPOCH_ISA_KERNEL(max_pool2d_blocked_forward);
+EPOCH_ISA_KERNEL(max_pool2d_blocked_backward);
 }  // namespace epoch::cpu
+#endif

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/args.h"
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu {
 
@@ -23,17 +24,17 @@ bool max_pool2d_blocked_supported(const kernels::Pool2dDims& d);
 bool max_pool2d_windows_tile(const kernels::Pool2dDims& d);
 
 /// y = max over each window; ws[i] = the window position of y[i]'s first maximum.
-void max_pool2d_blocked_forward(const kernels::Pool2dDims& d, std::int64_t block,
+extern const kernels::IsaKernel<void(const kernels::Pool2dDims& d, std::int64_t block,
                                 const float* x,     // (N, C/b, H, W, b)
                                 float* y,           // (N, C/b, OH, OW, b)
-                                std::uint8_t* ws);  // (N, C/b, OH, OW, b)
+                                std::uint8_t* ws)> max_pool2d_blocked_forward;  // (N, C/b, OH, OW, b)
 
 /// dx = dy scattered onto the recorded maxima, zero elsewhere (overwrites dx). With y_mask
 /// (the forward's y), only where y > 0: the gradient of a ReLU before the pooling as well.
-void max_pool2d_blocked_backward(const kernels::Pool2dDims& d, std::int64_t block,
+extern const kernels::IsaKernel<void(const kernels::Pool2dDims& d, std::int64_t block,
                                  const float* dy,         // (N, C/b, OH, OW, b)
                                  const float* y_mask,     // (N, C/b, OH, OW, b) or nullptr
                                  const std::uint8_t* ws,  // from the forward
-                                 float* dx);              // (N, C/b, H, W, b)
+                                 float* dx)> max_pool2d_blocked_backward;              // (N, C/b, H, W, b)
 
 }  // namespace epoch::cpu

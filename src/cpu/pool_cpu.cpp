@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 
 using kernels::Pool2dDims;
 
@@ -117,4 +119,15 @@ void global_avg_pool2d_backward(const float* dy, float* dx, std::int64_t planes,
     std::fill(dx + p * HW, dx + (p + 1) * HW, dy[p] * inv);
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(max_pool2d_forward);
+EPOCH_ISA_KERNEL(max_pool2d_backward);
+EPOCH_ISA_KERNEL(avg_pool2d_forward);
+EPOCH_ISA_KERNEL(avg_pool2d_backward);
+EPOCH_ISA_KERNEL(global_avg_pool2d_forward);
+EPOCH_ISA_KERNEL(global_avg_pool2d_backward);
 }  // namespace epoch::cpu
+#endif

@@ -23,8 +23,10 @@
 #include <vector>
 
 #include "kernels/impl_note.h"
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu::nchw {
+namespace epoch::cpu::nchw::EPOCH_ISA_NS {
 
 using kernels::Pool2dDims;
 
@@ -361,15 +363,6 @@ void general_max_backward(const Pool2dDims& d, const float* dy, const std::uint8
 
 }  // namespace
 
-bool max_pool2d_supported(const Pool2dDims& d) { return d.KH * d.KW <= 256; }
-
-bool max_pool2d_tiles(const Pool2dDims& d) {
-  return d.KH == d.stride_h && d.KW == d.stride_w && d.pad_top == 0 && d.pad_left == 0 &&
-         d.OH * d.KH <= d.H && d.OW * d.KW <= d.W && max_pool2d_supported(d);
-}
-
-std::int64_t max_pool2d_workspace_bytes(const Pool2dDims& d) { return d.planes * d.OH * d.OW; }
-
 void max_pool2d_forward(const Pool2dDims& d, const float* x, float* y, std::uint8_t* workspace) {
   kernels::note_impl("epoch:max_pool_nchw");
   if (max_pool2d_tiles(d))
@@ -387,4 +380,23 @@ void max_pool2d_backward(const Pool2dDims& d, const float* dy, const std::uint8_
     general_max_backward(d, dy, workspace, dx);
 }
 
+}  // namespace epoch::cpu::nchw::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu::nchw {
+
+using kernels::Pool2dDims;
+
+bool max_pool2d_supported(const Pool2dDims& d) { return d.KH * d.KW <= 256; }
+
+bool max_pool2d_tiles(const Pool2dDims& d) {
+  return d.KH == d.stride_h && d.KW == d.stride_w && d.pad_top == 0 && d.pad_left == 0 &&
+         d.OH * d.KH <= d.H && d.OW * d.KW <= d.W && max_pool2d_supported(d);
+}
+
+std::int64_t max_pool2d_workspace_bytes(const Pool2dDims& d) { return d.planes * d.OH * d.OW; }
+
+EPOCH_ISA_KERNEL(max_pool2d_forward);
+EPOCH_ISA_KERNEL(max_pool2d_backward);
 }  // namespace epoch::cpu::nchw
+#endif

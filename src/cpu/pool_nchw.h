@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/args.h"
+#include "kernels/isa_kernel.h"
 
 namespace epoch::cpu::nchw {
 
@@ -23,16 +24,16 @@ std::int64_t max_pool2d_workspace_bytes(const kernels::Pool2dDims& d);
 /// y = max over each window of real inputs, exactly as cpu::max_pool2d_forward (the first
 /// maximum in row-major order wins, and so does the first NaN); the workspace receives its
 /// window position. requires: max_pool2d_supported(d). Names itself "epoch:max_pool_nchw".
-void max_pool2d_forward(const kernels::Pool2dDims& d,
+extern const kernels::IsaKernel<void(const kernels::Pool2dDims& d,
                         const float* x,            // (N*C, H, W)
                         float* y,                  // (N*C, OH, OW)
-                        std::uint8_t* workspace);  // (N*C, OH, OW)
+                        std::uint8_t* workspace)> max_pool2d_forward;  // (N*C, OH, OW)
 
 /// dx = dy scattered onto the maxima recorded in the workspace (overwrites dx), summed in the
 /// reference's order, so that dx equals cpu::max_pool2d_backward's bit for bit.
-void max_pool2d_backward(const kernels::Pool2dDims& d,
+extern const kernels::IsaKernel<void(const kernels::Pool2dDims& d,
                          const float* dy,                // (N*C, OH, OW)
                          const std::uint8_t* workspace,  // from max_pool2d_forward
-                         float* dx);                     // (N*C, H, W)
+                         float* dx)> max_pool2d_backward;                     // (N*C, H, W)
 
 }  // namespace epoch::cpu::nchw

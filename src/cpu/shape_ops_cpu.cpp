@@ -3,8 +3,10 @@
 #include "cpu/shape_ops_cpu.h"
 
 #include <cstring>
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
 
-namespace epoch::cpu {
+namespace epoch::cpu::EPOCH_ISA_NS {
 
 void copy_rows(void* dst, std::int64_t dst_stride, const void* src, std::int64_t src_stride,
                std::int64_t rows, std::int64_t row_bytes) {
@@ -46,4 +48,12 @@ void upsample_nearest2x_backward(const float* dy, float* dx, std::int64_t N, std
   }
 }
 
+}  // namespace epoch::cpu::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::cpu {
+EPOCH_ISA_KERNEL(copy_rows);
+EPOCH_ISA_KERNEL(upsample_nearest2x_forward);
+EPOCH_ISA_KERNEL(upsample_nearest2x_backward);
 }  // namespace epoch::cpu
+#endif

@@ -3,9 +3,14 @@
 // deterministic ones, in FP32 without TF32, so a run is bitwise repeatable on one GPU.
 #pragma once
 
+#include <string>
+
 #include "kernels/args.h"
 
 namespace epoch::cuda::cudnn {
+
+/// The cuDNN library loaded at run time, "9.10.2" (cudnnGetVersion).
+std::string library_version();
 
 /// y = conv(x, w) + b. Device pointers.
 void conv2d_forward(const kernels::Conv2dDims& d,

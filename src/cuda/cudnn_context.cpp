@@ -4,9 +4,11 @@
 #include <climits>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "cuda/check_cuda.h"
+#include "cuda/conv2d_cudnn.h"
 
 namespace epoch::cuda {
 namespace {
@@ -18,6 +20,13 @@ int to_int(std::int64_t v, const char* what) {
 }
 
 }  // namespace
+
+std::string cudnn::library_version() {
+  // cudnnGetVersion: major * 10000 + minor * 100 + patch from cuDNN 9 on.
+  const std::size_t v = cudnnGetVersion();
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
 
 cudnnHandle_t cudnn_handle() {
   // Never destroyed: cudnnDestroy during static destruction may run after the CUDA runtime

@@ -7,14 +7,16 @@
 #include <limits>
 #include <vector>
 
-#if defined(__AVX2__)
+#include "data/augment_kernels.h"
+#include "epoch/data/augment.h"
+#include "epoch/tensor/error.h"
+// Compiled once per instruction-set level (kernels/isa_target.h): include it last.
+#include "kernels/isa_target.h"
+#if EPOCH_ISA_HAS_AVX2
 #include <immintrin.h>
 #endif
 
-#include "epoch/data/augment.h"
-#include "epoch/tensor/error.h"
-
-namespace epoch::data {
+namespace epoch::data::detail::EPOCH_ISA_NS {
 namespace {
 
 constexpr float kLumaR = 0.299f, kLumaG = 0.587f, kLumaB = 0.114f;
@@ -216,7 +218,7 @@ void sample_portable(const ImageView& src, const Taps& t, std::int64_t i0, std::
   }
 }
 
-#if defined(__AVX2__)
+#if EPOCH_ISA_HAS_AVX2
 /// The source bytes at offsets p (8 lanes): gathers the 32-bit word at min(p, last - 3), where
 /// `limit` = last - 3 and last is the last addressable byte (so nothing past it is read), and
 /// shifts it so that byte p lands in bits 0-7, p+1 in bits 8-15, p+2 in 16-23 (when <= last).
@@ -310,31 +312,16 @@ void photometric_and_rescale(const PhotometricDraw& ph, float rescale, std::int6
 
 }  // namespace
 
-ImageView ImageView::of(const Image& image) {
-  return {image.pixels.data(),
-          image.width,
-          image.height,
-          image.channels,
-          image.width * image.channels,
-          image.channels,
-          1};
-}
-
-ImageView ImageView::chw(const std::uint8_t* data, std::int64_t channels, std::int64_t height,
-                         std::int64_t width) {
-  return {data, width, height, channels, width, 1, height * width};
-}
-
-void warp_affine_bilinear(const ImageView& src, const Affine2D& map, bool fill_constant,
-                          std::int64_t channels, std::int64_t height, std::int64_t width,
-                          float* dst) {  // (C, H, W)
+void warp_affine_bilinear_kernel(const ImageView& src, const Affine2D& map, bool fill_constant,
+                                 std::int64_t channels, std::int64_t height, std::int64_t width,
+                                 float* dst) {  // (C, H, W)
   check_warp_args(src, map, channels, height, width);
   if (is_integer_map(map) && (src.channels == channels || src.channels == 1)) {
     warp_integer(src, map, fill_constant, channels, height, width, dst);
     return;
   }
   const std::int64_t plane = height * width;
-#if defined(__AVX2__)
+#if EPOCH_ISA_HAS_AVX2
   const bool use_avx2 = last_byte(src) >= 3;
 #endif
   Taps taps;
@@ -351,7 +338,7 @@ void warp_affine_bilinear(const ImageView& src, const Affine2D& map, bool fill_c
       float* out[3] = {nullptr, nullptr, nullptr};
       for (std::int64_t c = 0; c < channels; ++c) out[c] = dst + c * plane + y * width + x0;
       std::int64_t done = 0;
-#if defined(__AVX2__)
+#if EPOCH_ISA_HAS_AVX2
       if (use_avx2) {
         done = n - n % 8;
         sample_avx2(src, taps, done, channels, out);
@@ -362,8 +349,8 @@ void warp_affine_bilinear(const ImageView& src, const Affine2D& map, bool fill_c
   }
 }
 
-void transform_sample(const ImageView& src, const Preprocessing& pre, const AugmentConfig* augment,
-                      RandomStream& rng, float* dst) {
+void transform_sample_kernel(const ImageView& src, const Preprocessing& pre,
+                             const AugmentConfig* augment, RandomStream& rng, float* dst) {
   EPOCH_CHECK(pre.channels == 1 || pre.channels == 3, "transform_sample: output channels ",
               pre.channels, " (1 or 3 expected)");
   EPOCH_CHECK(src.channels == 1 || src.channels == 3, "transform_sample: source channels ",
@@ -398,9 +385,46 @@ void transform_sample(const ImageView& src, const Preprocessing& pre, const Augm
     preprocess_sample(pre, pixels.data(), dst);
     return;
   }
-  warp_affine_bilinear(src, map, fill_constant, channels, pre.height, pre.width, dst);
+  warp_affine_bilinear_kernel(src, map, fill_constant, channels, pre.height, pre.width, dst);
   photometric_and_rescale(ph, pre.rescale, channels, plane, dst);
   finish_sample(pre, dst);
 }
 
+}  // namespace epoch::data::detail::EPOCH_ISA_NS
+
+#if EPOCH_ISA_LEVEL == 0
+namespace epoch::data {
+
+namespace detail {
+EPOCH_ISA_KERNEL(warp_affine_bilinear_kernel);
+EPOCH_ISA_KERNEL(transform_sample_kernel);
+}  // namespace detail
+
+ImageView ImageView::of(const Image& image) {
+  return {image.pixels.data(),
+          image.width,
+          image.height,
+          image.channels,
+          image.width * image.channels,
+          image.channels,
+          1};
+}
+
+ImageView ImageView::chw(const std::uint8_t* data, std::int64_t channels, std::int64_t height,
+                         std::int64_t width) {
+  return {data, width, height, channels, width, 1, height * width};
+}
+
+void warp_affine_bilinear(const ImageView& src, const Affine2D& map, bool fill_constant,
+                          std::int64_t channels, std::int64_t height, std::int64_t width,
+                          float* dst) {
+  detail::warp_affine_bilinear_kernel(src, map, fill_constant, channels, height, width, dst);
+}
+
+void transform_sample(const ImageView& src, const Preprocessing& pre, const AugmentConfig* augment,
+                      RandomStream& rng, float* dst) {
+  detail::transform_sample_kernel(src, pre, augment, rng, dst);
+}
+
 }  // namespace epoch::data
+#endif

@@ -4,6 +4,10 @@
 // logits.
 #include "epoch/models/zoo.h"
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "epoch/autograd/functions.h"
 #include "epoch/models/graph_model.h"
 #include "epoch/models/model_file.h"
@@ -289,6 +293,58 @@ ModelDescription describe_model(const std::string& name) {
     }
   (void)spec;
   return registered_model(name)->description;
+}
+
+double task_loss_sum_f64(Task task, const Tensor& output, const Tensor& x, const Tensor& labels) {
+  const std::vector<float> out = output.to_vector();
+  const std::int64_t n = output.size(0);
+  EPOCH_CHECK(n > 0 && static_cast<std::int64_t>(out.size()) % n == 0,
+              "task_loss_sum_f64: an output without samples");
+  const std::int64_t k = static_cast<std::int64_t>(out.size()) / n;
+  double sum = 0.0;
+  switch (task) {
+    case Task::classification: {
+      const std::vector<float> label = labels.to_vector();  // i32 class numbers, exact as floats
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float* row = out.data() + i * k;
+        double top = row[0];
+        for (std::int64_t j = 1; j < k; ++j) top = std::max(top, static_cast<double>(row[j]));
+        double e = 0.0;
+        for (std::int64_t j = 0; j < k; ++j) e += std::exp(static_cast<double>(row[j]) - top);
+        const auto at = static_cast<std::int64_t>(label[static_cast<std::size_t>(i)]);
+        EPOCH_CHECK(at >= 0 && at < k, "task_loss_sum_f64: label ", at, " of ", k, " classes");
+        sum += top + std::log(e) - static_cast<double>(row[at]);
+      }
+      return sum;
+    }
+    case Task::binary: {
+      const std::vector<float> label = labels.to_vector();  // i32 class numbers, exact as floats
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double z = out[static_cast<std::size_t>(i)];
+        const double t = label[static_cast<std::size_t>(i)];
+        sum += std::max(z, 0.0) - z * t + std::log1p(std::exp(-std::fabs(z)));
+      }
+      return sum;
+    }
+    case Task::reconstruction: {
+      const std::vector<float> target = x.to_vector();
+      EPOCH_CHECK(target.size() == out.size(), "task_loss_sum_f64: the reconstruction has ",
+                  out.size(), " values for ", target.size(), " inputs");
+      for (std::int64_t i = 0; i < n; ++i) {
+        double s = 0.0;
+        for (std::int64_t j = 0; j < k; ++j) {
+          const double d = static_cast<double>(out[static_cast<std::size_t>(i * k + j)]) -
+                           static_cast<double>(target[static_cast<std::size_t>(i * k + j)]);
+          s += d * d;
+        }
+        sum += s / static_cast<double>(k);
+      }
+      return sum;
+    }
+    case Task::frame_prediction:
+      break;
+  }
+  EPOCH_THROW(InvalidArgument, "task_loss_sum_f64: a frame-prediction model computes its own loss");
 }
 
 Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels) {

@@ -2,10 +2,13 @@
 #include "epoch/nn/module.h"
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "epoch/autograd/autograd.h"
 #include "epoch/autograd/functions.h"
 #include "epoch/tensor/random.h"
+#include "epoch/tensor/sha256.h"
 
 namespace epoch::nn {
 namespace {
@@ -202,5 +205,18 @@ Shape Sequential::output_shape(const Shape& input) const {
   return output_shape_in_order(*this, input);
 }
 std::int64_t Sequential::flops(const Shape& input) const { return flops_in_order(*this, input); }
+
+std::string state_sha256(const Module& module) {
+  std::string bytes;
+  for (const auto& [name, t] : module.state()) {
+    bytes += name;
+    bytes += '\0';
+    for (const std::int64_t d : t.shape()) bytes += std::to_string(d) + ",";
+    bytes += '\0';
+    const std::vector<float> v = t.to_vector();
+    bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  }
+  return sha256_hex(bytes);
+}
 
 }  // namespace epoch::nn

@@ -5,11 +5,13 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include "epoch/tensor/error.h"
 #include "kernels/impl_note.h"
 
+#if EPOCH_WITH_CUDNN
+#include "cuda/conv2d_cudnn.h"
+#endif
 #if EPOCH_WITH_ONEDNN
 #include "cpu/isa_onednn.h"
 #endif
@@ -82,6 +84,14 @@ ConvAlgorithm parse_conv_algorithm(const std::string& s) {
 
 void set_conv_algorithm(ConvAlgorithm algorithm) { t_conv = algorithm; }
 ConvAlgorithm conv_algorithm() { return t_conv; }
+std::string cudnn_version() {
+#if EPOCH_WITH_CUDNN
+  return cuda::cudnn::library_version();
+#else
+  return "";
+#endif
+}
+
 bool onednn_available() { return EPOCH_WITH_ONEDNN != 0; }
 bool use_cudnn() {
 #if EPOCH_WITH_CUDNN
@@ -103,17 +113,6 @@ bool onednn_has_winograd() { return onednn_cpu_isa().rfind("avx512_core", 0) == 
 bool use_onednn() { return EPOCH_WITH_ONEDNN != 0 && t_kernels != CpuKernels::reference; }
 
 const char* cpu_kernels_name(CpuKernels k) { return word_of(kCpuKernelsWords, k); }
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      const std::size_t colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(colon + 2);
-    }
-  return "unknown";
-}
 
 void set_num_threads(int threads) {
   if (threads < 0 || threads > kMaxThreads)

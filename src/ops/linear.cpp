@@ -59,7 +59,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   Tensor c = Tensor::empty({M, N}, DType::f32, dev);
   const bool ta = transpose_a, tb = transpose_b;
   dispatch("matmul", dev, {
-    .cpu = [&] { cpu::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32()); },
+    .cpu = [&] { cpu::gemm(ta, tb, M, N, K, ac.f32(), bc.f32(), c.f32(), false); },
 #if EPOCH_WITH_ONEDNN
     .fast =
         [&] {

@@ -84,7 +84,7 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
           const Tensor xc = x.is_blocked() ? x : x.contiguous();
           r.y = empty_like(xc);
           const auto kernel = cpu_kernels() == CpuKernels::strict
-                                  ? cpu::fixed_order::batch_norm_forward
+                                  ? cpu::fixed_order::batch_norm_forward.active()
                                   : cpu::onednn::batch_norm_forward;
           kernel(activation_f32(xc), gc.f32(), bc.f32(), running_mean.f32(), running_var.f32(),
                  activation_f32(r.y), r.save_mean.f32(), r.save_invstd.f32(), d.N, d.C, d.HW,
@@ -144,7 +144,7 @@ BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tens
           const Tensor dyc = block != 0 ? relayout(dy, block) : dy.contiguous();
           g.dx = empty_like(xc);
           const auto kernel = cpu_kernels() == CpuKernels::strict
-                                  ? cpu::fixed_order::batch_norm_backward
+                                  ? cpu::fixed_order::batch_norm_backward.active()
                                   : cpu::onednn::batch_norm_backward;
           kernel(activation_f32(dyc), activation_f32(xc), gc.f32(), mc.f32(), ic.f32(),
                  activation_f32(g.dx), g.dgamma.f32(), g.dbeta.f32(), d.N, d.C, d.HW, training,

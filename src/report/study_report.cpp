@@ -31,6 +31,12 @@ struct Run {
   std::string config, seed_text;  // seed_text: "" when study.json gives no seed
   json seed, figure, wall_s;      // as study.json holds them (null when absent)
   std::string run_dir;
+  std::string weights;  // the final weights' SHA-256 ("" when study.json gives none)
+};
+
+/// A machine of the study (a combined study has one per source), as text cells.
+struct Machine {
+  std::string label, cpu, cpu_isa, onednn_isa, cores, gpus, cudnn, version;
 };
 
 /// The comparisons and the other lists of study.json, checked.
@@ -41,6 +47,8 @@ struct Study {
   std::vector<Run> runs;
   std::vector<std::pair<std::string, std::string>> skipped;  // configuration, why
   std::vector<json> comparisons;                             // each checked by check_comparison
+  std::vector<Machine> machines;
+  std::vector<std::string> sources;  // a combined study's folders
 };
 
 /// The value of `key` of `object` (null when absent), checked to be of kind `kind`.
@@ -68,7 +76,8 @@ void check_interval(const json& object, const char* key, const Where& where) {
 }
 
 void check_comparison(const json& c, const Where& where) {
-  for (const char* key : {"a", "b", "verdict", "words"}) field(c, key, Kind::string, where);
+  for (const char* key : {"a", "b", "verdict", "words", "bits"}) field(c, key, Kind::string, where);
+  for (const char* key : {"seeds", "identical_bits"}) field(c, key, Kind::integer, where);
   field(c, "difference", Kind::number, where);
   check_interval(c, "bootstrap_ci", where);
   for (const char* test : {"paired", "welch", "tost", "mann_whitney"}) {
@@ -104,8 +113,32 @@ Study read_study(const json& j, const std::string& file) {
     r.figure = value_of(runs[i], "figure", Kind::number, at);
     r.wall_s = value_of(runs[i], "wall_s", Kind::number, at);
     r.run_dir = text_field(runs[i], "run_dir", at);
+    r.weights = text_field(runs[i], "weights_sha256", at);
     s.runs.push_back(std::move(r));
   }
+  const json& machines = list_of(j, "machines", Kind::object, top);
+  for (std::size_t i = 0; i < machines.size() && i < kMaxConfigs; ++i) {
+    const Where at = top.at("machines").at(i);
+    const json& m = machines[i];
+    Machine out;
+    out.label = clipped(text_field(m, "label", at), 200);
+    out.cpu = clipped(text_field(m, "cpu", at), 200);
+    out.cpu_isa = clipped(text_field(m, "cpu_isa", at), 100);
+    out.onednn_isa = clipped(text_field(m, "onednn_isa", at), 100);
+    const json cores = value_of(m, "logical_cores", Kind::integer, at);
+    out.cores = cores.is_null() ? "" : cores.dump();
+    for (const json& g : list_of(m, "gpus", Kind::object, at)) {
+      const std::string name = text_field(g, "name", at.at("gpus"));
+      const std::string driver = text_field(g, "driver", at.at("gpus"));
+      out.gpus += (out.gpus.empty() ? "" : ", ") + clipped(name, 100) +
+                  (driver.empty() ? "" : " (driver " + clipped(driver, 40) + ")");
+    }
+    out.cudnn = clipped(text_field(m, "cudnn", at), 100);
+    out.version = clipped(text_field(m, "epoch_version", at), 100);
+    s.machines.push_back(std::move(out));
+  }
+  for (const json& d : list_of(j, "sources", Kind::string, top))
+    if (s.sources.size() < kMaxConfigs) s.sources.push_back(clipped(d.get<std::string>(), 300));
   const json& skipped = list_of(j, "skipped", Kind::object, top);
   for (std::size_t i = 0; i < skipped.size(); ++i) {
     const Where at = top.at("skipped").at(i);
@@ -120,16 +153,26 @@ Study read_study(const json& j, const std::string& file) {
   return s;
 }
 
+/// Whether `name` is one plain folder name (not "", ".", ".." and without "/" or NUL).
+bool plain_folder_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\0", 2)) == std::string::npos;
+}
+
 /// Where a run's metrics may be: for a run folder `epoch study` made, <config>/seed-<seed> under
-/// the study folder (where a shared or moved study has it), then the folder study.json names.
-/// A configuration name that is not one plain folder name ("..", "a/b") is not looked for.
+/// the study folder (where a shared or moved study has it; <machine>/<config>/seed-<seed> in a
+/// combined study), then the folder study.json names. A configuration name that is not one
+/// plain folder name, or two for a combined study's ("..", "a/b/c"), is not looked for.
 std::vector<fs::path> run_folders(const fs::path& study_dir, const Run& run) {
   std::vector<fs::path> out;
-  const fs::path config(run.config);
-  const bool plain = !run.config.empty() && run.config != "." && run.config != ".." &&
-                     run.config.find_first_of(std::string("/\0", 2)) == std::string::npos;
+  const std::size_t slash = run.config.find('/');
+  const bool plain =
+      slash == std::string::npos
+          ? plain_folder_name(run.config)
+          : plain_folder_name(run.config.substr(0, slash)) &&
+                plain_folder_name(run.config.substr(slash + 1));
   if (plain && !run.seed_text.empty())
-    out.push_back(study_dir / config / ("seed-" + run.seed_text));
+    out.push_back(study_dir / fs::path(run.config) / ("seed-" + run.seed_text));
   if (!run.run_dir.empty() && run.run_dir.find('\0') == std::string::npos)
     out.push_back(fs::path(run.run_dir));
   return out;
@@ -205,6 +248,16 @@ std::string pair_name(const json& c) {
          (b != nullptr && b->is_string() ? b->get<std::string>() : "");
 }
 
+/// "3 of 5": the seeds whose final weights were the same bits under both configurations.
+Html identical_cell(const json& c) {
+  const json* same = part(c, nullptr, "identical_bits");
+  const json* seeds = part(c, nullptr, "seeds");
+  if (same == nullptr || seeds == nullptr || !same->is_number_integer() ||
+      !seeds->is_number_integer())
+    return Html::of_text("");
+  return Html::of_text(same->dump() + " of " + seeds->dump());
+}
+
 Html tests_table(const std::vector<json>& comparisons) {
   std::vector<std::vector<Html>> rows;
   for (std::size_t i = 0; i < comparisons.size() && i < kMaxTableRows; ++i) {
@@ -214,7 +267,7 @@ Html tests_table(const std::vector<json>& comparisons) {
                     cell_of(part(c, "paired", "tost_p")), interval(part(c, "welch", "ci")),
                     cell_of(part(c, "welch", "p")), cell_of(part(c, "tost", "p")),
                     cell_of(part(c, "mann_whitney", "p")),
-                    interval(part(c, nullptr, "bootstrap_ci")),
+                    interval(part(c, nullptr, "bootstrap_ci")), identical_cell(c),
                     Html()
                         .raw("<span class=\"verdict\">")
                         .append(cell_of(part(c, nullptr, "verdict")))
@@ -223,7 +276,8 @@ Html tests_table(const std::vector<json>& comparisons) {
   std::vector<Html> header;
   for (const char* h :
        {"pair (a vs b)", "difference (a - b)", "paired 95% CI", "paired t p", "paired TOST p",
-        "Welch 95% CI", "Welch p", "TOST p", "Mann-Whitney p", "bootstrap 95% CI", "verdict"})
+        "Welch 95% CI", "Welch p", "TOST p", "Mann-Whitney p", "bootstrap 95% CI",
+        "identical bits (seeds)", "verdict"})
     header.push_back(Html::of_text(h));
   return html_table(header, rows, comparisons.size() - rows.size());
 }
@@ -268,6 +322,27 @@ std::string render_study(const json& j, const std::string& file, const fs::path&
         .raw("</li>\n");
   }
   body.raw("</ul>\n");
+  if (!study.machines.empty()) {
+    std::vector<std::vector<Html>> rows;
+    for (const Machine& m : study.machines)
+      rows.push_back({Html::of_text(m.label), Html::of_text(m.cpu), Html::of_text(m.cpu_isa),
+                      Html::of_text(m.onednn_isa), Html::of_text(m.cores),
+                      Html::of_text(m.gpus.empty() ? "none" : m.gpus),
+                      Html::of_text(m.cudnn.empty() ? "none" : m.cudnn),
+                      Html::of_text(m.version)});
+    body.raw("<h2>Machines</h2>\n");
+    if (!study.sources.empty()) {
+      std::string list;
+      for (const std::string& s : study.sources) list += (list.empty() ? "" : ", ") + s;
+      body.append(note("Combined from the studies in " + list +
+                       "; each machine's configurations are named <machine>/<configuration>."));
+    }
+    body.append(html_table({Html::of_text("machine"), Html::of_text("CPU"),
+                            Html::of_text("epoch's ISA"), Html::of_text("oneDNN's ISA"),
+                            Html::of_text("logical cores"), Html::of_text("GPUs"),
+                            Html::of_text("cuDNN"), Html::of_text("epoch")},
+                           rows, 0));
+  }
   if (!study.skipped.empty()) {
     std::vector<std::vector<Html>> rows;
     for (std::size_t i = 0; i < study.skipped.size() && i < kMaxTableRows; ++i)
@@ -326,11 +401,12 @@ std::string render_study(const json& j, const std::string& file, const fs::path&
     const Run& r = study.runs[i];
     rows.push_back(
         {Html::of_text(clipped(r.config)), cell(r.seed), cell(r.figure), cell(r.wall_s),
+         Html::of_text(clipped(r.weights, 12)),
          Html::of_text(found[i].empty() ? "(metrics.jsonl missing)" : clipped(found[i]))});
   }
   body.append(html_table(
       {Html::of_text("configuration"), Html::of_text("seed"), Html::of_text(study.figure),
-       Html::of_text("wall s"), Html::of_text("run folder")},
+       Html::of_text("wall s"), Html::of_text("weights (SHA-256)"), Html::of_text("run folder")},
       rows, study.runs.size() - rows.size()));
   return html_page("epoch study: " + study.figure, body).str();
 }

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -13,16 +14,21 @@
 #include <optional>
 #include <string_view>
 
+#include "epoch/dist/process_group.h"
+#include "epoch/models/description.h"
 #include "epoch/models/model_file.h"
 #include "epoch/models/zoo.h"
 #include "epoch/tensor/error.h"
 #include "epoch/tensor/file_io.h"
+#include "epoch/tensor/sha256.h"
 #include "epoch/tensor/storage.h"
 #include "epoch/train/clips.h"
 #include "epoch/train/config_fields.h"
 #include "epoch/train/recipe.h"
 #include "epoch/train/run_dir.h"
 #include "epoch/train/trainer.h"
+#include "epoch/train/training_data.h"
+#include "records.h"
 
 namespace epoch::study {
 namespace {
@@ -293,10 +299,71 @@ train::TrainConfig protocol_config(const StudyConfig& study) {
               ": expected autoencoder or prednet-study");
 }
 
+std::string ConfigComparison::bits() const {
+  return identical_bits == seeds ? "identical" : identical_bits == 0 ? "different" : "partly";
+}
+
+std::string ConfigComparison::words() const {
+  if (seeds > 0 && identical_bits == seeds)
+    return "identical bits in all " + std::to_string(seeds) +
+           " seeds (the same final weights, so the same result)";
+  const std::string differ =
+      identical_bits == 0 ? "different bits"
+                          : "different bits in " + std::to_string(seeds - identical_bits) +
+                                " of " + std::to_string(seeds) + " seeds";
+  return differ + ", " + stats.words;
+}
+
+json protocol_fingerprint(const StudyConfig& study, const train::TrainConfig& base) {
+  // Settings of how a run computes or where it writes: they leave the trained weights alone.
+  static const char* const kHow[] = {"seed",       "workers",           "prefetch",  "cache_mib",
+                                     "bucket_mib", "check_ranks_every", "log_every",
+                                     "keep_checkpoints"};
+  // Paths: the same data or model may lie elsewhere on another machine; their digests stand in.
+  static const char* const kPaths[] = {"data", "val_data", "model", "solver"};
+  json f = json::object();
+  f["protocol"] = study.protocol;
+  for (const train::ConfigField& field : train::config_fields()) {
+    if (!field.stored || field.execution) continue;
+    const std::string_view key = field.key;
+    const auto listed = [&](const auto& list) {
+      return std::find(std::begin(list), std::end(list), key) != std::end(list);
+    };
+    if (listed(kHow) || listed(kPaths)) continue;
+    f[field.key] = train::field_value(field, base);
+  }
+  const std::string& model = base.run.model;
+  const models::RegisteredModel* file = models::registered_model(model);
+  std::string description;
+  try {
+    json d = models::description_to_json(models::describe_model(model));
+    d.erase("name");  // the file as given: another path on another machine
+    d.erase("summary");
+    description = d.dump();
+  } catch (const ConfigError&) {
+    description = "built-in block " + model;  // PredNet: its code is its description
+  }
+  f["model"] = file != nullptr && !file->sha256.empty() ? "file" : model;
+  f["model_sha256"] = sha256_hex(description);
+  f["data_sha256"] = train::data_digest(base.data.source);
+  if (!base.data.val_data.empty()) f["val_data_sha256"] = train::data_digest(base.data.val_data);
+  return f;
+}
+
 json StudyResult::to_json() const {
   json j;
+  j["protocol"] = protocol;
+  j["fingerprint"] = fingerprint;
   j["figure"] = figure_name;
   j["margin"] = margin;
+  j["alpha"] = alpha;
+  j["machines"] = json::array();
+  for (const auto& [label, m] : machines) {
+    json entry = m.to_json();
+    entry["label"] = label;
+    j["machines"].push_back(entry);
+  }
+  if (!sources.empty()) j["sources"] = sources;
   j["configs"] = json::array();
   for (const StudyConfigSpec& s : ran) j["configs"].push_back(s.name);
   j["skipped"] = json::array();
@@ -305,16 +372,22 @@ json StudyResult::to_json() const {
   j["runs"] = json::array();
   for (const StudyRun& r : runs)
     j["runs"].push_back({{"config", r.config},
+                         {"machine", r.machine},
                          {"repeat", r.repeat},
                          {"seed", r.seed},
                          {"figure", r.figure},
                          {"wall_s", r.wall_s},
+                         {"weights_sha256", r.weights_sha256},
                          {"run_dir", r.run_dir}});
   j["comparisons"] = json::array();
-  for (const auto& [names, c] : comparisons)
+  for (const ConfigComparison& cc : comparisons) {
+    const Comparison& c = cc.stats;
     j["comparisons"].push_back(
-        {{"a", names.first},
-         {"b", names.second},
+        {{"a", cc.a},
+         {"b", cc.b},
+         {"seeds", cc.seeds},
+         {"identical_bits", cc.identical_bits},
+         {"bits", cc.bits()},
          {"a_summary", summary_json(c.a)},
          {"b_summary", summary_json(c.b)},
          {"difference", c.welch.difference},
@@ -336,14 +409,17 @@ json StudyResult::to_json() const {
           {{"u", c.mann_whitney.u}, {"p", c.mann_whitney.p}, {"exact", c.mann_whitney.exact}}},
          {"verdict", verdict_name(c.verdict)},
          {"repeats_needed", c.repeats_needed},
-         {"words", c.words}});
+         {"words", cc.words()}});
+  }
   return j;
 }
 
 namespace {
 
-constexpr const char* kPlanFile = "study-plan.json";
-constexpr const char* kRunRecordFile = "study-run.json";
+using records::kPlanFile;
+using records::kRunRecordFile;
+using records::read_json;
+using records::write_json_file;
 constexpr const char* kPlanKind = "epoch study plan";
 
 /// `text` as one shell word: as it is when it needs no quoting, else in single quotes.
@@ -370,7 +446,8 @@ constexpr PlanField kPlanFields[] = {
     {"protocol", "--protocol"}, {"configs", "--configs"},         {"repeats", "--repeats"},
     {"seed", "--seed"},         {"margin", "--margin"},           {"alpha", "alpha"},
     {"epochs", "--epochs"},     {"limit_train", "--limit-train"}, {"limit_test", "--limit-test"},
-    {"data", "--data"},         {"model", "--model"},             {"input_shape", "--input-shape"}};
+    {"data", "--data"},         {"model", "--model"},             {"input_shape", "--input-shape"},
+    {"machine", "--machine"}};
 
 /// The model file's SHA-256 ("" for a zoo model or none).
 std::string model_sha256(const StudyConfig& study) {
@@ -393,23 +470,8 @@ json plan_json(const StudyConfig& study) {
           {"data", study.data},
           {"model", study.model},
           {"input_shape", study.input_shape},
+          {"machine", study.machine},
           {"model_sha256", model_sha256(study)}};
-}
-
-void write_json_file(const fs::path& path, const json& j) {
-  const std::string text = j.dump(2) + "\n";
-  write_file_atomic(path.string(),
-                    std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
-                    true);
-}
-
-json read_json(const fs::path& path) {
-  const std::string text = read_text_file(path.string(), kMaxJsonFileBytes);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    EPOCH_THROW(IoError, path.string(), ": not valid JSON: ", e.what());
-  }
 }
 
 /// The updates a run makes before its figure is taken can move it only when there is one:
@@ -448,9 +510,9 @@ std::int64_t updates_needed(const std::string& protocol) {
 void check_same_plan(const StudyConfig& study, const json& stored, const fs::path& plan_path) {
   const json given = plan_json(study);
   for (const PlanField& f : kPlanFields) {
-    // (plans written before --model hold neither it nor --input-shape: empty)
+    // (plans written before --model hold neither it nor --input-shape, nor --machine: empty)
     const std::string_view key = f.key;
-    if (!stored.contains(f.key) && key != "model" && key != "input_shape")
+    if (!stored.contains(f.key) && key != "model" && key != "input_shape" && key != "machine")
       EPOCH_THROW(IoError, plan_path.string(), ": no \"", f.key, "\" (not a study plan)");
     const json was = stored.value(f.key, json(""));
     if (was != given[f.key])
@@ -496,25 +558,55 @@ std::optional<StudyRun> kept_run(const fs::path& run_dir, const std::string& con
   const fs::path path = run_dir / kRunRecordFile;
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
-  const json j = read_json(path);
   StudyRun run;
   try {
-    run.config = j.at("config").get<std::string>();
-    run.repeat = j.at("repeat").get<std::int64_t>();
-    run.seed = j.at("seed").get<std::uint64_t>();
-    run.figure = j.at("figure").is_number() ? j.at("figure").get<double>() : std::nan("");
-    run.wall_s = j.at("wall_s").get<double>();
-  } catch (const json::exception& e) {
-    EPOCH_THROW(IoError, path.string(), ": not a study run's record (", e.what(),
-                "); remove its folder to train the run again");
+    run = records::read_run_record(path).run;
+  } catch (const IoError& e) {
+    EPOCH_THROW(IoError, e.what(), "; remove its folder to train the run again");
   }
   if (run.config != config || run.repeat != repeat || run.seed != seed ||
       !std::isfinite(run.figure))
     EPOCH_THROW(IoError, path.string(), ": records ", run.config, " seed ", run.seed, " (figure ",
-                j.at("figure").dump(), "), not ", config, " seed ", seed,
+                run.figure, "), not ", config, " seed ", seed,
                 "; remove its folder to train the run again");
   run.run_dir = run_dir.string();
   return run;
+}
+
+/// The label of this machine's configurations in a combined study: --machine, else the short
+/// name of its CPU, of its GPU when every configuration ran on CUDA, or of both; "x<N>" after
+/// it for N ranks of mpirun.
+std::string machine_label(const StudyConfig& study, const std::vector<StudyConfigSpec>& ran,
+                          const train::MachineRecord& m) {
+  if (!study.machine.empty()) return study.machine;
+  bool cpu = false, cuda = false;
+  for (const StudyConfigSpec& s : ran) (s.execution.device == "cuda" ? cuda : cpu) = true;
+  const std::string cpu_name = train::short_device_name(m.cpu);
+  const std::string gpu_name = m.gpus.empty() ? "" : train::short_device_name(m.gpus[0].name);
+  const std::string name = !cuda || gpu_name.empty() ? cpu_name
+                           : cpu                     ? cpu_name + "+" + gpu_name
+                                                     : gpu_name;
+  return m.ranks > 1 ? name + "x" + std::to_string(m.ranks) : name;  // mpirun -np N
+}
+
+/// Runs `f` on rank 0 alone (what a study writes, and the checks of its folder) and tells every
+/// rank whether it went through: rank 0 rethrows its error, the others throw one saying so.
+template <typename F>
+void on_lead(dist::ProcessGroup& group, F&& f) {
+  std::uint8_t ok = 1;
+  std::exception_ptr error;
+  if (group.rank() == 0) {
+    try {
+      f();
+    } catch (...) {
+      ok = 0;
+      error = std::current_exception();
+    }
+  }
+  if (group.distributed()) group.broadcast(&ok, 1, 0, "the study's progress");
+  if (ok != 0) return;
+  if (error) std::rethrow_exception(error);
+  EPOCH_THROW(Error, "the study stopped on rank 0 (its message says why)");
 }
 
 /// Rethrows a run's failure as the same type of error, its message led by `context`.
@@ -554,6 +646,7 @@ StudyConfig stored_study(const std::string& dir) {
     study.data = j.at("data").get<std::string>();
     study.model = j.value("model", "");  // plans written before --model had none
     study.input_shape = j.value("input_shape", "");
+    study.machine = j.value("machine", "");  // plans written before --machine had none
   } catch (const json::exception& e) {
     EPOCH_THROW(IoError, path.string(), ": not a study plan: ", e.what());
   }
@@ -569,10 +662,29 @@ StudyResult run_study(const StudyConfig& study, std::FILE* out) {
   if (!(study.margin > 0.0 && study.margin < 1.0))
     EPOCH_THROW(ConfigError, "--margin ", study.margin, ": expected a fraction in (0, 1)");
   if (study.out_dir.empty()) EPOCH_THROW(ConfigError, "--out DIR is needed");
-  const train::TrainConfig base = protocol_config(study);
+  if (study.machine.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                      "0123456789._+@-") != std::string::npos ||
+      (!study.machine.empty() && study.machine.find_first_not_of('.') == std::string::npos))
+    EPOCH_THROW(ConfigError, "--machine ", study.machine,
+                ": one word of letters, digits and . _ + @ - (it names a folder of a combined "
+                "study)");
+  train::TrainConfig base = protocol_config(study);
+  // Under mpirun the ranks train each run together, data-parallel: a rank takes its share of
+  // the protocol's batch, so the global batch (and the protocol) stays the protocol's own.
+  dist::ProcessGroup& group = dist::ProcessGroup::world();
+  const bool lead = group.rank() == 0;
+  if (!lead) out = nullptr;
+  const std::int64_t world = group.size();
+  if (base.run.batch_size % world != 0)
+    EPOCH_THROW(ConfigError, "--protocol ", study.protocol, " trains batches of ",
+                base.run.batch_size, ", which ", world,
+                " ranks cannot share evenly: run it on a number of ranks that divides it");
   StudyResult result;
-  result.figure_name =
-      study.protocol == "autoencoder" ? "final test loss" : "mean of the last 50 training losses";
+  result.figure_name = study.protocol == "autoencoder"
+                           ? "final test loss (per sample, summed in double)"
+                           : "mean of the last 50 training losses";
+  result.protocol = study.protocol;
+  result.alpha = study.alpha;
   for (const StudyConfigSpec& s : parse_study_configs(study.configs, base.optimizer.lr)) {
     const std::string why = skip_reason(s);
     if (why.empty())
@@ -583,18 +695,27 @@ StudyResult run_study(const StudyConfig& study, std::FILE* out) {
   if (result.ran.size() < 2)
     EPOCH_THROW(ConfigError, "--configs: fewer than two of them can run on this machine");
   check_figure_can_move(study, base);
+  result.fingerprint = protocol_fingerprint(study, base);  // with the global batch
+  base.run.batch_size /= world;
+  const train::MachineRecord machine = train::this_machine();
+  const std::string label = machine_label(study, result.ran, machine);
+  result.machines.emplace_back(label, machine);
 
   // The study folder: one process at a time, and either new or the interrupted study resumed.
+  // Rank 0 alone keeps it; every rank learns what it decided.
   const fs::path dir = study.out_dir;
-  if (study.resume) (void)stored_study(dir.string());  // IoError when there is none to resume
-  const train::RunDirLock lock(dir.string());
+  std::optional<train::RunDirLock> lock;
   const fs::path plan_path = dir / kPlanFile;
-  if (study.resume) {
-    check_same_plan(study, read_json(plan_path), plan_path);
-  } else {
-    check_fresh(dir);
-    write_json_file(plan_path, plan_json(study));
-  }
+  on_lead(group, [&] {
+    if (study.resume) (void)stored_study(dir.string());  // IoError when there is none to resume
+    lock.emplace(dir.string());
+    if (study.resume) {
+      check_same_plan(study, read_json(plan_path), plan_path);
+    } else {
+      check_fresh(dir);
+      write_json_file(plan_path, plan_json(study));
+    }
+  });
   for (const auto& [name, why] : result.skipped)
     if (out != nullptr) std::fprintf(out, "study: %s skipped: %s\n", name.c_str(), why.c_str());
 
@@ -604,20 +725,30 @@ StudyResult run_study(const StudyConfig& study, std::FILE* out) {
     for (const StudyConfigSpec& s : result.ran) {
       const fs::path run_dir = dir / s.name / ("seed-" + std::to_string(seed));
       if (study.resume) {
-        if (std::optional<StudyRun> kept = kept_run(run_dir, s.name, r, seed)) {
-          result.runs.push_back(*kept);
+        std::optional<StudyRun> kept;
+        on_lead(group, [&] {
+          kept = kept_run(run_dir, s.name, r, seed);
+          if (kept) return;
+          // A run that did not finish is trained again from scratch.
+          std::error_code ec;
+          fs::remove_all(run_dir, ec);
+          if (ec)
+            EPOCH_THROW(IoError, run_dir.string(),
+                        ": cannot remove the unfinished run: ", ec.message());
+        });
+        std::uint8_t keep = kept ? 1 : 0;
+        if (group.distributed()) group.broadcast(&keep, 1, 0, "whether a run is kept");
+        if (keep != 0) {
+          if (kept) {
+            kept->machine = label;
+            result.runs.push_back(*kept);
+          }
           if (out != nullptr)
-            std::fprintf(out, "study: %s seed %llu: %s %.6g (kept)\n", s.name.c_str(),
+            std::fprintf(out, "study: %s seed %llu: %s %.9g (kept)\n", s.name.c_str(),
                          static_cast<unsigned long long>(seed), result.figure_name.c_str(),
                          kept->figure);
           continue;
         }
-        // A run that did not finish is trained again from scratch.
-        std::error_code ec;
-        fs::remove_all(run_dir, ec);
-        if (ec)
-          EPOCH_THROW(IoError, run_dir.string(),
-                      ": cannot remove the unfinished run: ", ec.message());
       }
       const std::string kept = result.runs.empty() ? "no run had finished; "
                                                    : "the " + std::to_string(result.runs.size()) +
@@ -629,60 +760,48 @@ StudyResult run_study(const StudyConfig& study, std::FILE* out) {
       c.run.out_dir = run_dir.string();
       train::TrainResult t;
       try {
-        t = train::train(c, stderr);
+        train::TrainOptions options;
+        options.progress = stderr;
+        options.weights_digest = true;
+        t = train::train(c, options);
       } catch (const std::exception& e) {
         rethrow_with(e, context);
       }
       StudyRun run;
       run.config = s.name;
+      run.machine = label;
       run.repeat = r;
       run.seed = seed;
-      run.figure = study.protocol == "autoencoder" ? t.test_loss : t.recent_loss;
+      run.figure = study.protocol == "autoencoder" ? t.test_loss_f64 : t.recent_loss;
       run.wall_s = t.wall_s;
       run.run_dir = run_dir.string();
+      run.weights_sha256 = t.weights_sha256;
       if (t.steps < updates_needed(study.protocol))
         EPOCH_THROW(ConfigError, context, "it made ", t.steps,
                     " step(s), so no update came before its figure was taken (see the warnings "
                     "for windows left out)");
       if (!std::isfinite(run.figure))
         EPOCH_THROW(NumericalError, context, "its ", result.figure_name, " is ", run.figure);
-      write_json_file(run_dir / kRunRecordFile, {{"config", run.config},
-                                                 {"canonical", canonical_config(s)},
-                                                 {"repeat", run.repeat},
-                                                 {"seed", run.seed},
-                                                 {"figure", run.figure},
-                                                 {"wall_s", run.wall_s},
-                                                 {"steps", t.steps}});
+      on_lead(group, [&] {
+        write_json_file(run_dir / kRunRecordFile,
+                        records::run_record(run, canonical_config(s), t.steps,
+                                            result.fingerprint, machine));
+      });
       result.runs.push_back(run);
       if (out != nullptr)
-        std::fprintf(out, "study: %s seed %llu: %s %.6g (%.1f s)\n", s.name.c_str(),
+        std::fprintf(out, "study: %s seed %llu: %s %.9g (%.1f s)\n", s.name.c_str(),
                      static_cast<unsigned long long>(seed), result.figure_name.c_str(), run.figure,
                      run.wall_s);
     }
   }
-  double total = 0.0;
-  for (const StudyRun& r : result.runs) total += r.figure;
-  result.margin = study.margin * std::fabs(total / static_cast<double>(result.runs.size()));
-  const auto figures_of = [&](const std::string& name) {
-    std::vector<double> v;
-    for (const StudyRun& r : result.runs)
-      if (r.config == name) v.push_back(r.figure);
-    return v;
-  };
-  for (std::size_t i = 0; i < result.ran.size(); ++i)
-    for (std::size_t j = i + 1; j < result.ran.size(); ++j) {
-      const std::string& a = result.ran[i].name;
-      const std::string& b = result.ran[j].name;
-      // A margin of 0 (every figure 0) would make any difference infinitely large: use a tiny one.
-      const double margin = result.margin > 0 ? result.margin : 1e-12;
-      // Paired: run k of each configuration trained from the same seed.
-      const Comparison c = compare(figures_of(a), figures_of(b), margin, a, b, study.alpha,
-                                   study.seed + i * 1000 + j, 10000, true);
-      if (out != nullptr)
-        std::fprintf(out, "study: %s vs %s: %s\n", a.c_str(), b.c_str(), c.words.c_str());
-      result.comparisons.push_back({{a, b}, c});
-    }
-  write_json_file(dir / "study.json", result.to_json());
+  if (!lead) return result;  // rank 0 compares, from every run's record
+  result.margin = records::absolute_margin(result.runs, study.margin);
+  std::vector<std::string> names;
+  for (const StudyConfigSpec& s : result.ran) names.push_back(s.name);
+  // Paired: the runs of one seed trained from the same initial weights and data order.
+  result.comparisons =
+      records::compare_pairs(names, result.runs, result.margin, study.alpha, study.seed, out);
+  write_json_file(dir / records::kStudyFile, result.to_json());
   return result;
 }
 

@@ -184,6 +184,14 @@ std::vector<CudaDeviceInfo> cuda_devices() {
     info.cc_major = prop.major;
     info.cc_minor = prop.minor;
     info.multiprocessors = prop.multiProcessorCount;
+    int driver = 0, runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) cudaGetLastError();
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) cudaGetLastError();
+    const auto version = [](int v) {
+      return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    };
+    info.driver = version(driver);
+    info.runtime = version(runtime);
     out.push_back(std::move(info));
   }
 #endif

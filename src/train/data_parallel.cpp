@@ -140,18 +140,20 @@ void DataParallel::check_in_sync(const std::string& where) {
 EvalResult DataParallel::reduce(const EvalResult& local) const {
   if (!distributed()) return local;
   // (a rank whose shard held nothing reports no accuracy; the task has one if any rank does)
-  double sums[6] = {local.loss * static_cast<double>(local.count),
+  double sums[7] = {local.loss * static_cast<double>(local.count),
                     static_cast<double>(local.correct),
                     static_cast<double>(local.count),
                     local.accuracy >= 0 ? 1.0 : 0.0,
                     static_cast<double>(local.correct_top5),
-                    local.top5_accuracy >= 0 ? 1.0 : 0.0};
-  group_.all_reduce_sum(sums, 6);
+                    local.top5_accuracy >= 0 ? 1.0 : 0.0,
+                    local.loss_f64 * static_cast<double>(local.count)};
+  group_.all_reduce_sum(sums, 7);
   EvalResult r;
   r.count = std::llround(sums[2]);
   r.correct = std::llround(sums[1]);
   r.correct_top5 = std::llround(sums[4]);
   r.loss = r.count > 0 ? sums[0] / sums[2] : 0.0;
+  r.loss_f64 = r.count > 0 ? sums[6] / sums[2] : 0.0;
   if (sums[3] > 0 && r.count > 0) r.accuracy = sums[1] / sums[2];
   if (sums[5] > 0 && r.count > 0) r.top5_accuracy = sums[4] / sums[2];
   return r;

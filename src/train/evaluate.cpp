@@ -54,13 +54,14 @@ EvalResult evaluate(models::Model& model, data::Loader& loader, std::vector<std:
   net.train(false);
   loader.start_epoch(0, std::move(order));
   const Device device = net.parameters().front().second.device();
-  double loss_sum = 0.0;
+  double loss_sum = 0.0, loss_sum_f64 = 0.0;
   std::int64_t correct = 0, correct_top5 = 0, n = 0;
   while (const data::Batch* batch = loader.next()) {
     const std::int64_t count = batch->images.size(0);
     const Tensor x = batch->images.to(device), labels = batch->labels.to(device);
     const Tensor out = net.forward(x);
     loss_sum += static_cast<double>(model.loss(out, x, labels).item()) * static_cast<double>(count);
+    loss_sum_f64 += models::task_loss_sum_f64(task, out, x, labels);
     n += count;
     if (task == models::Task::reconstruction) continue;
     const std::vector<float> o = out.to_vector();
@@ -85,6 +86,7 @@ EvalResult evaluate(models::Model& model, data::Loader& loader, std::vector<std:
   r.correct = correct;
   r.correct_top5 = correct_top5;
   r.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
+  r.loss_f64 = n > 0 ? loss_sum_f64 / static_cast<double>(n) : 0.0;
   if (task != models::Task::reconstruction && n > 0)
     r.accuracy = static_cast<double>(correct) / static_cast<double>(n);
   if (task == models::Task::classification && model.spec().outputs > 5 && n > 0)

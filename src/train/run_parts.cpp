@@ -16,6 +16,7 @@
 #include "epoch/tensor/text.h"
 #include "epoch/train/checkpoint.h"
 #include "epoch/train/config_fields.h"
+#include "epoch/train/machine.h"
 #include "epoch/train/run_dir.h"
 
 namespace epoch::train {
@@ -192,21 +193,24 @@ std::unique_ptr<optim::LrSchedule> planned_schedule(const TrainConfig& c,
 namespace {
 /// Where the run ran, for `epoch report` and anyone comparing runs later.
 json run_environment() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const MachineRecord m = this_machine();
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   gmtime_r(&now, &utc);
   char started[32];
   std::strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return {{"started_utc", started},
-          {"host", host},
-          {"cpu", ops::cpu_model_name()},
-          {"logical_cores", static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))},
+          {"host", m.host},
+          {"cpu", m.cpu},
+          {"logical_cores", m.logical_cores},
+          {"cpu_isa", m.cpu_isa},
           {"cpu_kernels", ops::cpu_kernels_name(ops::cpu_kernels())},
-          {"onednn_isa", ops::onednn_cpu_isa()},
+          {"onednn_isa", m.onednn_isa},
           {"cuda_build", EPOCH_WITH_CUDA == 1},
-          {"compiler", __VERSION__}};
+          {"gpu", m.gpus.empty() ? "" : m.gpus.front().name},
+          {"cuda_driver", m.gpus.empty() ? "" : m.gpus.front().driver},
+          {"cudnn", m.cudnn},
+          {"compiler", m.compiler}};
 }
 }  // namespace
 

@@ -269,6 +269,7 @@ TrainResult Session::run(const ResumePoint& start, RecentLosses recent) {
   result.steps = global_step;
   result.evaluated = eval_.count > 0;
   result.test_loss = eval_.loss;
+  result.test_loss_f64 = eval_.loss_f64;
   result.test_accuracy = eval_.accuracy;
   result.test_top5_accuracy = eval_.top5_accuracy;
   result.images_per_s =

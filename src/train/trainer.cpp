@@ -330,6 +330,7 @@ TrainResult train(const TrainConfig& requested, const TrainOptions& options) {
     result.checkpoint = paths.last_ckpt.string();
   }
   result.global_batch_size = global_batch;
+  if (options.weights_digest) result.weights_sha256 = nn::state_sha256(*model);
   if (video && clips.train_baseline_mse) result.dataset_baseline_mse = *clips.train_baseline_mse;
   return took_stop(std::move(result));
 }

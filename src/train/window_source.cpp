@@ -110,6 +110,7 @@ EvalResult WindowEvaluation::evaluate(models::Model& model) {
   bad_ += e.bad_files;
   EvalResult r;
   r.loss = e.loss;
+  r.loss_f64 = e.loss;
   r.count = e.windows;
   r.baseline_mse = e.baseline_mse;
   return r;

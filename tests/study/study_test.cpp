@@ -163,13 +163,14 @@ TEST(Study, RunsEveryConfigurationPerSeedAndComparesThemPaired) {
   EXPECT_NE(r.runs[0].seed, r.runs[4].seed);
   ASSERT_EQ(r.comparisons.size(), 6u);
   EXPECT_GT(r.margin, 0.0);
-  for (const auto& [names, cmp] : r.comparisons) {
+  for (const ConfigComparison& cc : r.comparisons) {
+    const Comparison& cmp = cc.stats;
     EXPECT_TRUE(cmp.paired);
     EXPECT_FALSE(cmp.words.empty());
     // The same seeds, weights within an ulp or a summation order of each other: never
     // called different.
     EXPECT_NE(cmp.verdict, Verdict::different)
-        << names.first << " vs " << names.second << ": " << cmp.words;
+        << cc.a << " vs " << cc.b << ": " << cmp.words;
   }
   // Every run is a run folder of its own, and the perturbed one says so.
   std::ifstream config(r.runs[1].run_dir + "/config.json");
@@ -201,12 +202,13 @@ TEST(Study, CallsALowerLearningRateDifferent) {
   c.out_dir = dir / "study";
   const StudyResult r = run_study(c, nullptr);
   ASSERT_EQ(r.comparisons.size(), 3u);
-  for (const auto& [names, cmp] : r.comparisons) {
-    SCOPED_TRACE(names.first + " vs " + names.second + ": " + cmp.words);
-    if (names.second == "cpu:2+lr=0.0002") {
+  for (const ConfigComparison& cc : r.comparisons) {
+    const Comparison& cmp = cc.stats;
+    SCOPED_TRACE(cc.a + " vs " + cc.b + ": " + cmp.words);
+    if (cc.b == "cpu:2+lr=0.0002") {
       EXPECT_EQ(cmp.verdict, Verdict::different);
       EXPECT_LT(cmp.paired_test.difference, 0.0);  // the protocol's rate lower
-      EXPECT_NE(cmp.words.find(names.first + " lower"), std::string::npos);
+      EXPECT_NE(cmp.words.find(cc.a + " lower"), std::string::npos);
     } else {
       EXPECT_EQ(cmp.verdict, Verdict::equivalent);
     }

@@ -103,5 +103,9 @@ ModelDescription describe_model(const std::string& name);
 
 /// The batch loss of an output for a task (see Task): what Model::loss does by default.
 Tensor task_loss(Task task, const Tensor& output, const Tensor& x, const Tensor& labels);
+/// The same loss sample by sample, each computed in double from the float output and the sum
+/// of them in double (on the host): a figure fine enough to tell apart two models whose float
+/// batch means agree. InvalidArgument for frame prediction.
+double task_loss_sum_f64(Task task, const Tensor& output, const Tensor& x, const Tensor& labels);
 
 }  // namespace epoch::models

@@ -176,4 +176,9 @@ class Sequential : public Module {
   std::size_t size() const { return children().size(); }
 };
 
+/// SHA-256 of a module's state (parameters then buffers, by name: each name, its shape and
+/// its values as float32 bytes in logical order): equal exactly when two models hold the
+/// same bits.
+std::string state_sha256(const Module& module);
+
 }  // namespace epoch::nn

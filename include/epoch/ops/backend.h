@@ -100,6 +100,8 @@ ConvAlgorithm conv_algorithm();
 /// True when the calling thread's CUDA convolutions run cuDNN (Context::cudnn, and the build
 /// has cuDNN: EPOCH_WITH_CUDNN).
 bool use_cudnn();
+/// The cuDNN library's version ("9.10.2"), or "" in a build without cuDNN.
+std::string cudnn_version();
 /// True when oneDNN was compiled in (EPOCH_WITH_ONEDNN).
 bool onednn_available();
 /// The instruction set oneDNN's kernels dispatch to, by oneDNN's name ("avx512_core", "avx2";
@@ -111,8 +113,6 @@ bool onednn_has_winograd();
 /// True when the calling thread's fast path (CpuKernels::fast or strict) is selected and oneDNN
 /// is compiled in.
 bool use_onednn();
-/// The CPU's name as /proc/cpuinfo gives it ("unknown" where it does not).
-std::string cpu_model_name();
 
 /// Switches the calling thread to the given kernels for a scope (tests compare both paths).
 class CpuKernelsGuard {

@@ -7,11 +7,12 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "epoch/study/stats.h"
+#include "epoch/train/machine.h"
 #include "epoch/train/train_config.h"
 
 namespace epoch::study {
@@ -65,6 +66,9 @@ struct StudyConfig {
   /// Caffe net's input shape ("C,H,W"); empty: the protocol's.
   std::string model, input_shape;
   std::uint64_t seed = 0;  // repeat r trains with seed + r
+  /// What `epoch study combine` calls this machine ("i5-4590"); empty: the short name of its
+  /// CPU (of its GPU for CUDA configurations).
+  std::string machine;
   bool quiet = false;
   /// Continue the interrupted study in out_dir: every setting above must be the stored one
   /// (stored_study); the runs that finished are kept, the others trained from scratch.
@@ -78,18 +82,42 @@ StudyConfig stored_study(const std::string& dir);
 
 /// The protocol's training configuration for one run (before the configuration's settings):
 /// autoencoder: the zoo's autoencoder on Fashion-MNIST (Debian's; the MNIST digits are in no
-/// Debian package), its recipe, 1 epoch, batch 128; the figure is the final test loss.
+/// Debian package), its recipe, 1 epoch, batch 128; the figure is the final test loss, sample
+/// by sample in double (train::EvalResult::loss_f64), so that one ulp of difference shows.
 /// prednet-study: 250 updates of 20 frames on `data` (required), the figure the mean of the
 /// last 50 losses (each taken before its step's update). ConfigError for another protocol.
 train::TrainConfig protocol_config(const StudyConfig& study);
 
+/// What makes two studies' runs comparable, whatever machine ran them: the protocol, the model
+/// (its description's SHA-256), the data (train::data_digest), and every stored training
+/// setting (epochs, batch, limits, optimizer, schedule, preprocessing and augmentation, ...)
+/// but the seed (each run's own, what pairs runs), the paths and the settings of how a run
+/// computes (the execution settings, which configurations vary, and workers, logging and
+/// checkpoints, which leave the result alone). Flat: {"optimizer.lr": 0.001, ...}.
+nlohmann::json protocol_fingerprint(const StudyConfig& study, const train::TrainConfig& base);
+
 struct StudyRun {
-  std::string config;
+  std::string config;   // as given; "<machine>/<config>" in a combined study
+  std::string machine;  // the label of the machine that ran it
   std::int64_t repeat = 0;
   std::uint64_t seed = 0;
   double figure = 0.0;  // what is compared (lower is better)
   double wall_s = 0.0;
   std::string run_dir;
+  std::string weights_sha256;  // of the trained weights (nn::state_sha256)
+};
+
+/// Two configurations compared on the seeds both ran (paired by seed).
+struct ConfigComparison {
+  std::string a, b;
+  Comparison stats;
+  std::int64_t seeds = 0;           // the seeds both ran
+  std::int64_t identical_bits = 0;  // of them, the seeds whose final weights are the same bits
+  /// "identical" (every seed), "different" (none) or "partly" (some).
+  std::string bits() const;
+  /// The verdict in words, the bits first: "identical bits in all 5 seeds", "different bits,
+  /// equivalent within margin ...".
+  std::string words() const;
 };
 
 struct StudyResult {
@@ -97,9 +125,15 @@ struct StudyResult {
   std::vector<std::pair<std::string, std::string>> skipped;  // config, reason
   std::vector<StudyRun> runs;
   double margin = 0.0;  // absolute
+  double alpha = 0.05;
   std::string figure_name;
+  std::string protocol;          // autoencoder | prednet-study
+  nlohmann::json fingerprint;    // protocol_fingerprint's
+  /// The machines by label (one for a study; each source's for a combined one).
+  std::vector<std::pair<std::string, train::MachineRecord>> machines;
+  std::vector<std::string> sources;  // a combined study's folders, as given
   /// Every pair of configurations that ran, in the order given.
-  std::vector<std::pair<std::pair<std::string, std::string>, Comparison>> comparisons;
+  std::vector<ConfigComparison> comparisons;
   nlohmann::json to_json() const;
 };
 

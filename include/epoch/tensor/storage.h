@@ -37,6 +37,8 @@ struct CudaDeviceInfo {
   std::size_t total_bytes = 0;
   int cc_major = 0, cc_minor = 0;  // compute capability
   int multiprocessors = 0;
+  std::string driver;   // the CUDA driver's version, "13.0"
+  std::string runtime;  // the CUDA runtime epoch was built with, "13.0"
 };
 
 namespace memory {

@@ -15,6 +15,10 @@ namespace epoch::train {
 
 struct EvalResult {
   double loss = 0.0;
+  /// The same loss sample by sample in double, summed in double and divided by `count`
+  /// (models::task_loss_sum_f64): it sees a one-ulp change of the weights that the float batch
+  /// means `loss` adds up can hide. Video models: equal to `loss`.
+  double loss_f64 = 0.0;
   double accuracy = -1.0;  // -1 for tasks without accuracy (reconstruction)
   std::int64_t count = 0;
   std::int64_t correct = 0;  // samples classified right

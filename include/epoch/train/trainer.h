@@ -25,6 +25,7 @@ struct TrainResult {
   double train_loss = 0.0;  // mean loss of the last epoch
   bool evaluated = false;   // test_* hold an evaluation of this call (a stopped run may have none)
   double test_loss = 0.0;
+  double test_loss_f64 = 0.0;          // per sample in double (EvalResult::loss_f64)
   double test_accuracy = -1.0;         // -1 when the task has no accuracy (reconstruction)
   double test_top5_accuracy = -1.0;    // -1 unless the model tells more than 5 classes apart
   std::string eval_name = "test";      // what test_* were measured on: "test" or "validation"
@@ -54,6 +55,8 @@ struct TrainResult {
   /// that epoch's steps were dropped and a resume starts it again).
   bool stop_saved = false;
   int stop_signal = 0;  // the signal that asked (0: a caller's request_stop)
+  /// SHA-256 of the trained parameters and buffers (TrainOptions::weights_digest), else "".
+  std::string weights_sha256;
   nlohmann::json to_json() const;
 };
 
@@ -70,6 +73,9 @@ struct TrainOptions {
   /// not owned, read during the call). The run records its data as "in-memory".
   const data::ImageDataset* train_images = nullptr;
   const data::ImageDataset* validation_images = nullptr;
+  /// Fill TrainResult::weights_sha256 at the end (nn::state_sha256): whether two runs ended
+  /// with the same bits.
+  bool weights_digest = false;
 };
 
 /// Trains as configured (see the overload below), with a program's callbacks and data.

@@ -51,6 +51,13 @@ std::unique_ptr<data::SampleSource> open_evaluation_data(
     const TrainConfig& config, const models::ModelSpec& spec,
     const std::vector<std::string>& class_names);
 
+/// A digest of the data a `--data` value names, independent of where it lies: SHA-256 over
+/// its files' paths below it, sizes and SHA-256s (Debian's Fashion-MNIST for "", the folder
+/// of "cifar10:DIR", a folder of sequences), or of the words "epoch synthetic data" for
+/// generated data. What `epoch study combine` compares across machines. IoError naming the
+/// path when it holds no file or cannot be read.
+std::string data_digest(const std::string& source);
+
 /// The preprocessing of a model's inputs under `config` (size from the model's spec).
 data::Preprocessing preprocessing_for(const TrainConfig& config, const models::ModelSpec& spec);
 
