@@ -11,6 +11,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -49,6 +51,52 @@ TEST(StudyCli, AShortStudyComparesItsConfigurations) {
   expect_one_line_error(run_epoch("study --configs cpu:0 --out " + (dir / "t"), dir), 1, "cpu:0");
   expect_one_line_error(run_epoch("study --protocol prednet-study --out " + (dir / "u"), dir), 1,
                         "--data DIR");
+}
+
+// The study of two "machines" the judge asks for: the same CPU at its own level and at the
+// baseline level (EPOCH_CPU_ISA=x86-64, which caps oneDNN too), combined into one report with
+// the machines told apart by their ISA and a verdict for every pair; a study of another
+// protocol is refused naming the setting; and a bad EPOCH_CPU_ISA is one line.
+TEST(StudyCli, StudiesOfTwoIsasCombineIntoOneReport) {
+  testing::TempDir dir;
+  const std::string study =
+      "study --configs cpu:1,cpu:1+perturb=ulp --repeats 2 --limit-train 256 --limit-test 128 "
+      "--out ";
+  ASSERT_EQ(run_epoch(study + (dir / "native"), dir).exit_code, 0);
+  const CommandResult baseline = run_epoch(study + (dir / "baseline"), dir, "EPOCH_CPU_ISA=x86-64");
+  ASSERT_EQ(baseline.exit_code, 0) << baseline.err;
+  const CommandResult r = run_epoch(
+      "study combine " + (dir / "native") + " " + (dir / "baseline") + " --json --out " +
+          (dir / "all"),
+      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["machines"].size(), 2u);
+  EXPECT_EQ(j["machines"][1]["cpu_isa"], "x86-64");
+  const std::string a = j["machines"][0]["label"], b = j["machines"][1]["label"];
+  EXPECT_NE(a, b);
+  EXPECT_NE(b.find("@x86-64"), std::string::npos) << b;
+  ASSERT_EQ(j["comparisons"].size(), 6u);  // 4 labelled configurations
+  for (const nlohmann::json& c : j["comparisons"]) EXPECT_TRUE(c["verdict"].is_string());
+  EXPECT_TRUE(fs::exists(dir / "all/report.html"));
+  std::ifstream page(dir / "all/report.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("Machines"), std::string::npos);
+  EXPECT_NE(html.find(b + "/cpu:1+perturb=ulp"), std::string::npos);
+  // Another protocol (fewer training samples) is refused by name, before anything is written.
+  ASSERT_EQ(run_epoch("study --configs cpu:1,cpu:2 --repeats 2 --limit-train 128 --limit-test "
+                      "128 --out " +
+                          (dir / "other"),
+                      dir)
+                .exit_code,
+            0);
+  expect_one_line_error(run_epoch("study combine " + (dir / "native") + " " + (dir / "other") +
+                                      " --out " + (dir / "mixed"),
+                                  dir),
+                        1, "limit_train is 128 there and 256 in");
+  EXPECT_FALSE(fs::exists(dir / "mixed/study.json"));
+  expect_one_line_error(run_epoch("info", dir, "EPOCH_CPU_ISA=pentium"), 2,
+                        "EPOCH_CPU_ISA pentium: expected x86-64, x86-64-v3 or x86-64-v4");
 }
 
 TEST(StudyCli, BadConfigurationsAndFailedRunsAreOneLine) {
