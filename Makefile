@@ -66,8 +66,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := fuzz_decode_image fuzz_idx fuzz_safetensors fuzz_cifar10 fuzz_checkpoint fuzz_report \
 	fuzz_model_file
 
-# (-march=x86-64-v3: the CPU layer's AVX2 kernels, which fuzz_checkpoint and fuzz_report link,
-# are compiled for AVX2 as in the Release build.)
+# (-march=x86-64-v3: clang has no `#pragma GCC target`, so the instruction-set levels of the
+# CPU layer's kernels, which fuzz_checkpoint and fuzz_report link, take their features from
+# -march there; the fuzzers run on the machines that build them.)
 fuzz: deps
 	@command -v clang++ >/dev/null || { echo "make fuzz needs clang: apt-get install clang"; exit 1; }
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -72,7 +72,8 @@ def run(binary, extra_env, model, args):
 
 
 def images_per_s(r):
-    for key in ("train_images_per_s", "images_per_s"):
+    # a training step's images/s, or the input pipeline's per core (decoding and augmentation)
+    for key in ("train_images_per_s", "per_core_per_s"):
         if key in r:
             return float(r[key])
     raise RuntimeError("no images/s in %s" % json.dumps(r)[:300])

@@ -107,6 +107,16 @@ void write_hostile_study(const std::string& dir) {
                                   {"skipped", {{{"config", kPayload}, {"reason", kPayload}}}},
                                   {"runs", runs},
                                   {"comparisons", {comparison}},
+                                  {"machines",
+                                   {{{"label", kPayload},
+                                     {"cpu", kPayload},
+                                     {"cpu_isa", kPayload},
+                                     {"onednn_isa", kPayload},
+                                     {"logical_cores", 2},
+                                     {"gpus", {{{"name", kPayload}, {"driver", kPayload}}}},
+                                     {"cudnn", kPayload},
+                                     {"epoch_version", kPayload}}}},
+                                  {"sources", {kPayload}},
                                   {kPayload, kPayload}}
                                  .dump());
 }
