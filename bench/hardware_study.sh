@@ -1,54 +1,80 @@
 #!/usr/bin/env bash
 # The hardware study of docs/STUDY.md, rerunnable on any machine: the autoencoder and
 # prednet-study protocols under thread counts 1, 2 and 4, the reference kernels and the one-ulp
-# and summation-order perturbations on this CPU at its own instruction-set level, then again on
-# a second "machine" (this CPU at the baseline level x86-64, EPOCH_CPU_ISA=x86-64, which holds
-# oneDNN to SSE4.1 too) and a third (the AVX2 level an AVX2-only CPU runs: EPOCH_CPU_ISA=
-# x86-64-v3 with ONEDNN_MAX_CPU_ISA=AVX2; only on a CPU above it), each protocol's studies
-# combined into one with `epoch study combine`, and its report.
+# and summation-order perturbations on this CPU at its own instruction-set level, then on a
+# second "machine" (this CPU at the baseline level, EPOCH_CPU_ISA=x86-64, which holds oneDNN to
+# SSE4.1 too) and, for the autoencoder, a third (the level an AVX2-only CPU runs:
+# EPOCH_CPU_ISA=x86-64-v3 with ONEDNN_MAX_CPU_ISA=AVX2; only on a CPU above it); each
+# protocol's studies are combined into one with `epoch study combine`, with its report.
 #   bench/hardware_study.sh OUT [autoencoder|prednet|both]
-# REPEATS (default 10 for the autoencoder, 5 for prednet-study), EPOCH (default build/epoch),
-# PREDNET_SIZE (frames, default 80x60), PREDNET_WINDOWS (updates per run, default 100).
+# EPOCH (default build/epoch); AUTOENCODER_REPEATS (10), PREDNET_REPEATS (4), PREDNET_WINDOWS
+# (updates per run, 20), PREDNET_SIZE (generated frames, 160x120: the model's own size).
 set -euo pipefail
 out=${1:?usage: bench/hardware_study.sh OUT [autoencoder|prednet|both]}
 which=${2:-both}
 epoch=${EPOCH:-build/epoch}
 mkdir -p "$out"
 
-levels() {  # the machines this CPU can stand in for, beside its own level
-  echo "baseline EPOCH_CPU_ISA=x86-64"
-  if "$epoch" info --json | grep -q '"isa":"x86-64-v4"'; then
-    echo "avx2 EPOCH_CPU_ISA=x86-64-v3 ONEDNN_MAX_CPU_ISA=AVX2"
+timed() {  # LABEL COMMAND...: the command, its wall time and peak memory on stderr
+  local label=$1
+  shift
+  /usr/bin/time -f "$label: %e s, %M KB" "$@"
+}
+
+# one LABEL DIR CONFIGS REPEATS ENV -- ARGS...: one study, continued where an earlier call of the
+# script stopped (epoch study --resume keeps the finished runs), skipped when it finished.
+one() {
+  local label=$1 dir=$2 configs=$3 repeats=$4
+  shift 4
+  local env=()
+  while [ "$1" != -- ]; do env+=("$1"); shift; done
+  shift
+  if [ -f "$dir/study.json" ]; then
+    echo "$label: finished before ($dir)"
+  elif [ -f "$dir/study-plan.json" ]; then
+    timed "$label (resumed)" env "${env[@]}" "$epoch" study --resume --out "$dir"
+  else
+    timed "$label" env "${env[@]}" "$epoch" study --configs "$configs" --repeats "$repeats" \
+      --out "$dir" "$@"
   fi
 }
 
-study() {  # NAME CONFIGS REPEATS ARGS... : one protocol on every machine, then combined
-  local name=$1 configs=$2 repeats=$3
-  shift 3
+# study NAME NATIVE_CONFIGS OTHER_CONFIGS MACHINES REPEATS ARGS...: NAME on this CPU's level with
+# NATIVE_CONFIGS, on each of MACHINES ("baseline", "avx2") with OTHER_CONFIGS, then combined.
+study() {
+  local name=$1 native=$2 other=$3 machines=$4 repeats=$5
+  shift 5
   local dirs=("$out/$name-native")
-  /usr/bin/time -f "$name native: %e s, %M KB" \
-    "$epoch" study --configs "$configs" --repeats "$repeats" --out "$out/$name-native" "$@"
-  while read -r machine env; do
-    # The other levels: the thread counts and the reference kernels (the perturbations are
-    # this level's question already).
-    /usr/bin/time -f "$name $machine: %e s, %M KB" env $env \
-      "$epoch" study --configs cpu:1,cpu:2,cpu:4,cpu:2+determinism=reference \
-      --repeats "$repeats" --out "$out/$name-$machine" "$@"
+  one "$name native" "$out/$name-native" "$native" "$repeats" -- "$@"
+  for machine in $machines; do
+    local env=()
+    case $machine in
+      baseline) env=(EPOCH_CPU_ISA=x86-64) ;;
+      avx2)
+        "$epoch" info --json | grep -q '"isa_detected":"x86-64-v4"' || continue
+        env=(EPOCH_CPU_ISA=x86-64-v3 ONEDNN_MAX_CPU_ISA=AVX2)
+        ;;
+    esac
+    one "$name $machine" "$out/$name-$machine" "$other" "$repeats" "${env[@]}" -- "$@"
     dirs+=("$out/$name-$machine")
-  done < <(levels)
+  done
+  rm -rf "$out/$name"
   "$epoch" study combine "${dirs[@]}" --out "$out/$name"
+  python3 "$(dirname "$0")/study_power.py" "$out/$name/study.json" > "$out/$name/power.txt"
 }
 
-configs=cpu:1,cpu:2,cpu:4,cpu:2+determinism=reference,cpu:2+perturb=ulp,cpu:2+perturb=order
 if [ "$which" = autoencoder ] || [ "$which" = both ]; then
-  study autoencoder "$configs" "${REPEATS:-10}" --protocol autoencoder
+  study autoencoder \
+    cpu:1,cpu:2,cpu:4,cpu:2+determinism=reference,cpu:2+perturb=ulp,cpu:2+perturb=order \
+    cpu:1,cpu:2,cpu:4,cpu:2+determinism=reference "baseline avx2" \
+    "${AUTOENCODER_REPEATS:-10}" --protocol autoencoder
 fi
 if [ "$which" = prednet ] || [ "$which" = both ]; then
-  size=${PREDNET_SIZE:-80x60}
   if [ ! -d "$out/video/train" ]; then
-    "$epoch" data synth --kind video --size "$size" --sequences 4 --val-sequences 1 \
-      --frames 600 --out "$out/video"
+    "$epoch" data synth --kind video --size "${PREDNET_SIZE:-160x120}" --sequences 4 \
+      --val-sequences 1 --frames 200 --out "$out/video"
   fi
-  study prednet "$configs" "${REPEATS:-5}" --protocol prednet-study --data "$out/video" \
-    --limit-train "${PREDNET_WINDOWS:-100}" --limit-test 10
+  study prednet cpu:1,cpu:2,cpu:4,cpu:2+perturb=ulp,cpu:2+perturb=order cpu:1,cpu:2 baseline \
+    "${PREDNET_REPEATS:-4}" --protocol prednet-study --data "$out/video" \
+    --limit-train "${PREDNET_WINDOWS:-20}" --limit-test 5
 fi

@@ -122,6 +122,39 @@ TEST(DataParallel, RanksOfBatchBTrainAsOneProcessOfTheGlobalBatch) {
   EXPECT_EQ(count_lines(r4.out), 1) << r4.out;
 }
 
+// A study under mpirun: every run trains on both ranks (each with half the protocol's batch, so
+// the protocol is the one-process study's), rank 0 alone prints and writes, and the study
+// combines with one made by a single process, labelled by its ranks.
+TEST(DataParallel, AStudyUnderMpirunCombinesWithASingleProcessStudy) {
+  TempDir dir;
+  const std::string study =
+      "study --configs cpu:1,cpu:1+perturb=ulp --repeats 2 --limit-train 256 --limit-test 128 "
+      "--out ";
+  const CommandResult one = run_job(0, study + (dir / "one"), dir, 300);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const CommandResult two = run_job(2, study + (dir / "two"), dir, 300);
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  std::size_t lines = 0;
+  for (std::size_t at = two.out.find("study: cpu:1 seed 0:"); at != std::string::npos;
+       at = two.out.find("study: cpu:1 seed 0:", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << two.out;
+  std::ifstream record(dir / "two/cpu:1/seed-0/study-run.json");
+  const json r = json::parse(record);
+  EXPECT_EQ(r["machine"]["ranks"], 2);
+  EXPECT_EQ(r["protocol"]["batch_size"], 128);  // the global batch, as one process's
+  const CommandResult all = run_job(
+      0, "study combine " + (dir / "one") + " " + (dir / "two") + " --json --out " + (dir / "all"),
+      dir);
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  const json j = json::parse(all.out);
+  ASSERT_EQ(j["machines"].size(), 2u);
+  const std::string label = j["machines"][1]["label"];
+  EXPECT_EQ(label.substr(label.size() - 2), "x2") << label;
+  ASSERT_EQ(j["comparisons"].size(), 6u);
+  for (const json& c : j["comparisons"]) EXPECT_EQ(c["seeds"], 2);
+}
+
 // A Caffe net with its Intel-Caffe solver (LARS, warm-up, max_iter as the length) under mpirun,
 // as a cluster user starts it: the ranks agree on the file's SHA-256 with the rest, train, and
 // two ranks of batch B take the steps one process of batch 2B takes.
