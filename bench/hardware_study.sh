@@ -7,8 +7,8 @@
 # EPOCH_CPU_ISA=x86-64-v3 with ONEDNN_MAX_CPU_ISA=AVX2; only on a CPU above it); each
 # protocol's studies are combined into one with `epoch study combine`, with its report.
 #   bench/hardware_study.sh OUT [autoencoder|prednet|both]
-# EPOCH (default build/epoch); AUTOENCODER_REPEATS (10), PREDNET_REPEATS (4), PREDNET_WINDOWS
-# (updates per run, 20), PREDNET_SIZE (generated frames, 160x120: the model's own size).
+# EPOCH (default build/epoch); AUTOENCODER_REPEATS (10), PREDNET_REPEATS (3), PREDNET_WINDOWS
+# (updates per run, 16), PREDNET_SIZE (generated frames, 160x120: the model's own size).
 set -euo pipefail
 out=${1:?usage: bench/hardware_study.sh OUT [autoencoder|prednet|both]}
 which=${2:-both}
@@ -75,6 +75,6 @@ if [ "$which" = prednet ] || [ "$which" = both ]; then
       --val-sequences 1 --frames 200 --out "$out/video"
   fi
   study prednet cpu:1,cpu:2,cpu:4,cpu:2+perturb=ulp,cpu:2+perturb=order cpu:1,cpu:2 baseline \
-    "${PREDNET_REPEATS:-4}" --protocol prednet-study --data "$out/video" \
-    --limit-train "${PREDNET_WINDOWS:-20}" --limit-test 5
+    "${PREDNET_REPEATS:-3}" --protocol prednet-study --data "$out/video" \
+    --limit-train "${PREDNET_WINDOWS:-16}" --limit-test 5
 fi
