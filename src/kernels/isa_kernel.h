@@ -67,15 +67,3 @@ class IsaKernel<R(Args...)> {
   }                                                                                          \
   constinit const epoch_isa_kernel_##name name(#name, &isa_x86_64::name, &isa_x86_64_v3::name, \
                                                &isa_x86_64_v4::name)
-
-// The same for a kernel that exists only from x86-64-v3 up (written with AVX2 intrinsics).
-#define EPOCH_ISA_KERNEL_FROM_V3(name)                                                       \
-  using epoch_isa_kernel_##name = std::remove_cvref_t<decltype(name)>;                       \
-  namespace isa_x86_64_v3 {                                                                  \
-  epoch_isa_kernel_##name::Function name;                                                    \
-  }                                                                                          \
-  namespace isa_x86_64_v4 {                                                                  \
-  epoch_isa_kernel_##name::Function name;                                                    \
-  }                                                                                          \
-  constinit const epoch_isa_kernel_##name name(#name, nullptr, &isa_x86_64_v3::name,         \
-                                               &isa_x86_64_v4::name)
