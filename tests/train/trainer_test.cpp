@@ -333,7 +333,8 @@ namespace {
 // (Debug, sanitizers, clang, an EPOCH_MARCH build) and the baseline level (x86-64: no FMA)
 // contract and vectorize the floating point differently and are held to a relative 1e-4 (they
 // differ by up to about 1e-5).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__AVX__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && defined(NDEBUG) && \
+    !defined(__AVX__)
 const bool kReleaseArithmetic =
     static_cast<int>(active_cpu_isa()) >= static_cast<int>(CpuIsa::x86_64_v3);
 #else
